@@ -1,0 +1,237 @@
+"""The `cursorbench` command line: run, tasks, show.
+
+Exit status: 0 a completed run (whatever it scored; errored attempts are
+counted in `errors`), 1 an unexpected internal fault, 2 bad usage or bad
+input (one line on stderr), 130 interrupted (the same command resumes).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cursorbench.loader import TaskFileError, bundled_suite, load_tasks, select_tasks
+from cursorbench.report import print_run
+from cursorbench.runs import RunRequest, UsageError, start_run
+from cursorbench.validate import validate_task
+from cursorbench.workspace import BuildError, build
+from harness.pricing import PriceTableError
+from harness.results import AttemptResult
+from harness.rundir import RunDir, RunDirError
+from harness.runner import RunInterrupted
+from harness.sandbox import SandboxUnavailable, choose_backend
+from leaderboard import StoreError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate tasks.")
+app.add_typer(tasks_app, name="tasks")
+console = Console()
+errors = Console(stderr=True)
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+KNOWN_ERRORS: tuple[type[Exception], ...] = (
+    TaskFileError,
+    BuildError,
+    RunDirError,
+    UsageError,
+    SandboxUnavailable,
+    PriceTableError,
+    StoreError,
+)
+
+TasksOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tasks", help="Task ids or globs from the bundled suite, or task files/folders."
+    ),
+]
+
+
+@app.command()
+def run(
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint; omit for the reference solver.")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint.")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(envvar="OPENAI_API_KEY", show_envvar=True, show_default=False)
+    ] = None,
+    tasks: TasksOption = None,
+    epochs: Annotated[int, typer.Option(min=1, help="Attempts per task.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, help="Attempts in flight.")] = 4,
+    max_connections: Annotated[
+        int | None, typer.Option(min=1, help="Model requests in flight [default: concurrency].")
+    ] = None,
+    max_sandbox_commands: Annotated[
+        int | None, typer.Option(min=1, help="Sandbox commands at once [default: CPUs].")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder; rerunning with it resumes [runs/MODEL].")
+    ] = None,
+    db: Annotated[
+        str | None, typer.Option(help="SQLAlchemy URL [env CURSORBENCH_DB, else a SQLite file].")
+    ] = None,
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+    temperature: Annotated[float | None, typer.Option()] = None,
+    max_retries: Annotated[int, typer.Option(min=0, help="Retries per model call.")] = 4,
+    retry_backoff: Annotated[float, typer.Option(min=0, help="First retry wait (s).")] = 1.0,
+    prices: Annotated[Path | None, typer.Option(help="YAML price table to add.")] = None,
+    price_input: Annotated[float | None, typer.Option(help="$ per M input tokens.")] = None,
+    price_output: Annotated[float | None, typer.Option(help="$ per M output tokens.")] = None,
+    keep_workspaces: Annotated[bool, typer.Option(help="Keep attempt folders.")] = False,
+) -> None:
+    """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
+    request = RunRequest(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        tasks=tasks or [],
+        epochs=epochs,
+        concurrency=concurrency,
+        max_connections=max_connections,
+        max_sandbox_commands=max_sandbox_commands,
+        out=out,
+        db=db,
+        sandbox=sandbox,
+        temperature=temperature,
+        max_retries=max_retries,
+        retry_backoff_s=retry_backoff,
+        prices=prices,
+        price_input=price_input,
+        price_output=price_output,
+        keep_workspaces=keep_workspaces,
+    )
+    with ExitStack() as stack:
+        runner = start_run(request, stack)
+        for warning in runner.run.warnings:
+            errors.print(f"[bold yellow]warning:[/] {warning}")
+        pending = runner.pending()
+        with _progress(len(runner.finished), len(runner.finished) + len(pending)) as advance:
+            try:
+                outcome = runner.execute(on_result=advance)
+            except RunInterrupted as stop:
+                errors.print(f"{stop}; run the same command again to resume")
+                raise typer.Exit(EXIT_INTERRUPTED) from None
+    print_run(console, outcome.run, outcome.results)
+    for warning in outcome.store_warnings:
+        errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")
+    console.print(f"results: {runner.run_dir.path}")
+
+
+class _progress:
+    """A progress bar on stderr; calling it records one finished attempt."""
+
+    def __init__(self, done: int, total: int) -> None:
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=errors,
+            transient=True,
+        )
+        self.resolved = 0
+        self.task = self.bar.add_task("attempts", total=total, completed=done)
+
+    def __enter__(self) -> _progress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def __call__(self, result: AttemptResult) -> None:
+        self.resolved += result.resolved
+        self.bar.update(self.task, advance=1, description=f"resolved {self.resolved}")
+
+
+@app.command()
+def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`.")]) -> None:
+    """Print a finished (or partial) run as a table."""
+    folder = RunDir(out)
+    stored = folder.existing_run()
+    if stored is None:
+        raise RunDirError(f"{out}: not a run folder (no run.json)")
+    print_run(
+        console, stored, sorted(folder.finished().values(), key=lambda r: (r.task_id, r.epoch))
+    )
+
+
+def _tasks(patterns: list[str] | None) -> list:
+    values = patterns or []
+    paths = [Path(v) for v in values if Path(v).exists()]
+    globs = [v for v in values if not Path(v).exists()]
+    return select_tasks(load_tasks(paths or [bundled_suite()]), globs)
+
+
+@tasks_app.command("list")
+def tasks_list(tasks: TasksOption = None) -> None:
+    """List tasks: id, category, suite version, prompt length."""
+    from rich.table import Table
+
+    table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
+    for task in _tasks(tasks):
+        check = task.verification
+        table.add_row(
+            task.id,
+            task.category.value,
+            task.suite_version,
+            str(len(task.prompt)),
+            str(len(check.fail_to_pass)),
+            str(len(check.pass_to_pass)),
+        )
+    console.print(table)
+
+
+@tasks_app.command("show")
+def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
+    """Show one task: its prompt, source, mutation, verification and limits."""
+    (task,) = _tasks([*(tasks or []), task_id]) if tasks else _tasks([task_id])
+    console.print_json(task.model_dump_json())
+
+
+@tasks_app.command("validate")
+def tasks_validate(
+    tasks: TasksOption = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Runs of each check (flakiness).")] = 2,
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+) -> None:
+    """Check tasks: the reference passes every test, the mutated workspace fails every
+    FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably."""
+    backend = choose_backend(sandbox)
+    problems = 0
+    for task in _tasks(tasks):
+        report = validate_task(build(task), backend, repeat)
+        problems += bool(report)
+        mark = "[red]INVALID[/]" if report else "[green]ok[/]"
+        console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in report))
+    if problems:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    try:
+        app()
+    except KNOWN_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+    except Exception as error:
+        if os.environ.get("CURSORBENCH_DEBUG"):
+            raise
+        message = (
+            f"internal error: {type(error).__name__}: {error} (CURSORBENCH_DEBUG=1 shows more)"
+        )
+        print(message, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Loading task files: YAML or JSON, validated into `Task`, with one-line errors."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from cursorbench.task import Task
+
+TASK_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class TaskFileError(ValueError):
+    """A task file or selection is unusable; the message is one line for the user."""
+
+
+def _describe(error: ValidationError) -> str:
+    problems = error.errors()
+    first = problems[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def load_task(path: Path) -> Task:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise TaskFileError(f"{path}: cannot read ({error.strerror})") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as error:
+        first = str(error).replace("\n", " ")[:200]
+        raise TaskFileError(f"{path}: not valid {path.suffix[1:].upper()} ({first})") from None
+    if not isinstance(data, dict):
+        raise TaskFileError(f"{path}: expected a mapping of task fields at the top level")
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as error:
+        raise TaskFileError(f"{path}: {_describe(error)}") from None
+    return task.model_copy(update={"path": path.resolve()})
+
+
+def task_files(location: Path) -> list[Path]:
+    """A task file, or the task files of a suite folder (its `tasks/` if it has one)."""
+    if location.is_file():
+        return [location]
+    if not location.is_dir():
+        raise TaskFileError(f"{location}: no such task file or folder")
+    folder = location / "tasks" if (location / "tasks").is_dir() else location
+    return sorted(p for p in folder.iterdir() if p.suffix in TASK_SUFFIXES and p.is_file())
+
+
+def load_tasks(locations: list[Path]) -> list[Task]:
+    tasks: dict[str, Task] = {}
+    for location in locations:
+        for path in task_files(location):
+            task = load_task(path)
+            if task.id in tasks:
+                raise TaskFileError(f"{path}: task id {task.id!r} also in {tasks[task.id].path}")
+            tasks[task.id] = task
+    return list(tasks.values())
+
+
+def select_tasks(tasks: list[Task], patterns: list[str]) -> list[Task]:
+    """Tasks whose ids match any of the glob patterns (all when none are given)."""
+    if not patterns:
+        return tasks
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(task.id, pattern) for task in tasks):
+            known = ", ".join(task.id for task in tasks)
+            raise TaskFileError(f"no task matches {pattern!r} (known: {known})")
+    return [t for t in tasks if any(fnmatch.fnmatchcase(t.id, p) for p in patterns)]
+
+
+def bundled_suite() -> Path:
+    return Path(__file__).parent / "suite"

@@ -1,0 +1,51 @@
+"""The reference solver: the embedded default endpoint, and not a model.
+
+It replays each task's reference solution (the reverse of its mutation)
+through real tool calls: it lists the workspace, writes every file the
+solution changes, runs the visible tests, and calls `finish`. It is served by
+`harness.openai_server.OpenAIServer`, so a run against it takes exactly the
+path a provider's endpoint takes. A run scoring less than 100% with it points
+at the harness or the task, never at a model.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from cursorbench.workspace import BuiltTask
+from harness.openai_server import RawReply, Reply, error_reply, first_user_message, step_index
+
+REFERENCE_SOLVER = "reference-solver"
+
+
+def reference_steps(built: BuiltTask) -> list[Reply]:
+    steps = [Reply(content="Looking at the workspace.", tool_calls=[("list_dir", {"path": "."})])]
+    for path, text in built.solution_tree().items():
+        if text is None:
+            steps.append(Reply(tool_calls=[("run", {"command": shlex.join(["rm", "-f", path])})]))
+        else:
+            steps.append(Reply(tool_calls=[("write_file", {"path": path, "content": text})]))
+    test_command = shlex.join(["python", "-m", "pytest", "-q", *built.task.verification.test_args])
+    steps.append(Reply(tool_calls=[("run", {"command": test_command})]))
+    summary = f"Applied the reference solution of {built.task.id}."
+    steps.append(Reply(content=summary, tool_calls=[("finish", {"summary": summary})]))
+    return steps
+
+
+class ReferenceSolver:
+    """Knows each task by its prompt; its position in a script by the turns so far."""
+
+    models = [REFERENCE_SOLVER]
+
+    def __init__(self, tasks: list[BuiltTask]) -> None:
+        self._scripts: dict[str, list[Reply]] = {}
+        for built in tasks:
+            self._scripts[built.task.prompt.strip()] = reference_steps(built)
+
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+        script = self._scripts.get(first_user_message(request).strip())
+        if script is None:
+            return error_reply(400, "the reference solver knows no task with this prompt")
+        index = step_index(request)
+        return script[min(index, len(script) - 1)]

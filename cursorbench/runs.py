@@ -1,0 +1,153 @@
+"""Putting a run together: tasks, endpoint, model client, sandbox, store, runner.
+
+`RunRequest` is what a user asks for (the CLI's options); `start_run` turns it
+into a ready `Runner`. With no base URL, the embedded reference solver is
+served on loopback and the run goes through it over HTTP like any endpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from cursorbench.loader import bundled_suite, load_tasks, select_tasks
+from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
+from cursorbench.workspace import BuiltTask, build, cache_home
+from harness.model import OpenAIChatModel, RetryPolicy
+from harness.openai_server import OpenAIServer
+from harness.pricing import Price, load_price_table, price_for
+from harness.rundir import RunDir
+from harness.runner import RunConfig, Runner, RunOptions
+from harness.sandbox import UNCONFINED_WARNING, Confinement, choose_backend
+from harness.sandbox.confinement import default_hidden_paths
+
+EMBEDDED_BASE_URL = "embedded://reference-solver"
+
+
+class UsageError(ValueError):
+    """Options that do not make a run (one line, exit status 2)."""
+
+
+class RunRequest(BaseModel):
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    tasks: list[str] = Field(default_factory=list)
+    epochs: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=4, ge=1)
+    max_connections: int | None = Field(default=None, ge=1)
+    max_sandbox_commands: int | None = Field(default=None, ge=1)
+    out: Path | None = None
+    db: str | None = None
+    sandbox: str = "auto"
+    temperature: float | None = None
+    max_retries: int = Field(default=4, ge=0)
+    retry_backoff_s: float = Field(default=1.0, ge=0)
+    prices: Path | None = None
+    price_input: float | None = Field(default=None, ge=0)
+    price_output: float | None = Field(default=None, ge=0)
+    keep_workspaces: bool = False
+
+    @property
+    def embedded(self) -> bool:
+        return self.base_url is None
+
+    def model_name(self) -> str:
+        if self.embedded:
+            if self.model not in (None, REFERENCE_SOLVER):
+                raise UsageError("--model needs --base-url (without it the reference solver runs)")
+            return REFERENCE_SOLVER
+        if not self.model:
+            raise UsageError("--base-url needs --model")
+        return self.model
+
+    def out_dir(self) -> Path:
+        if self.out is not None:
+            return self.out
+        return Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "_", self.model_name())
+
+
+def default_db_url() -> str:
+    default = Path.home() / ".local" / "share" / "cursorbench" / "leaderboard.sqlite"
+    return os.environ.get("CURSORBENCH_DB", f"sqlite:///{default}")
+
+
+def select_and_build(patterns: list[str]) -> list[BuiltTask]:
+    """`--tasks` values: task files or suite folders, else id globs over the bundled suite."""
+    paths = [Path(value) for value in patterns if Path(value).exists()]
+    globs = [value for value in patterns if not Path(value).exists()]
+    tasks = load_tasks(paths or [bundled_suite()])
+    return [build(task) for task in select_tasks(tasks, globs)]
+
+
+def _price(request: RunRequest, model: str) -> tuple[Price | None, list[str]]:
+    if request.price_input is not None or request.price_output is not None:
+        return Price(input=request.price_input or 0, output=request.price_output or 0), []
+    price = price_for(model, load_price_table(request.prices))
+    if price is None:
+        return None, [f"no price known for {model!r}; cost is reported as $0 (see --prices)"]
+    return price, []
+
+
+def _hidden_paths(built: list[BuiltTask], out: Path, db_url: str) -> tuple[Path, ...]:
+    hidden = [*default_hidden_paths(), cache_home(), out.resolve()]
+    if db_url.startswith("sqlite:///"):
+        hidden.append(Path(db_url.removeprefix("sqlite:///")).resolve())
+    for task in built:
+        hidden.extend(task.prepared().secret_paths)
+    return tuple(dict.fromkeys(hidden))
+
+
+def start_run(request: RunRequest, stack: ExitStack) -> Runner:
+    """A runner ready to execute; servers and the store close with `stack`."""
+    from leaderboard import open_store  # the leaderboard is the run's store, not the harness's
+
+    model = request.model_name()
+    out = request.out_dir()
+    built = select_and_build(request.tasks)
+    backend = choose_backend(request.sandbox)
+    warnings = [] if backend == "bubblewrap" else [UNCONFINED_WARNING]
+    price, price_warnings = _price(request, model)
+    warnings += price_warnings
+    base_url = request.base_url or EMBEDDED_BASE_URL
+    endpoint = base_url
+    if request.embedded:
+        server = stack.enter_context(OpenAIServer(ReferenceSolver(built)))
+        endpoint = server.base_url
+    config = RunConfig(
+        model=model,
+        base_url=base_url,
+        endpoint_label=REFERENCE_SOLVER if request.embedded else "external",
+        suite_version=",".join(sorted({task.task.suite_version for task in built})),
+        tasks={task.task.id: task.digest for task in built},
+        epochs=request.epochs,
+        temperature=request.temperature,
+        sandbox=backend,
+    )
+    client = OpenAIChatModel(
+        name=model,
+        base_url=endpoint,
+        api_key=request.api_key or os.environ.get("OPENAI_API_KEY") or "unused",
+        price=price,
+        retry=RetryPolicy(max_retries=request.max_retries, backoff_s=request.retry_backoff_s),
+        temperature=request.temperature,
+        connection_slots=threading.Semaphore(request.max_connections or request.concurrency),
+    )
+    db_url = request.db or default_db_url()
+    store = open_store(db_url)
+    stack.callback(store.close)
+    options = RunOptions(
+        work_dir=cache_home() / "attempts",
+        concurrency=request.concurrency,
+        max_sandbox_commands=request.max_sandbox_commands or (os.cpu_count() or 2),
+        keep_workspaces=request.keep_workspaces,
+        warnings=warnings,
+    )
+    confinement = Confinement(backend=backend, hidden=_hidden_paths(built, out, db_url))
+    tasks = [task.prepared() for task in built]
+    return Runner(tasks, config, options, client, confinement, RunDir(out), store)

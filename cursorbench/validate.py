@@ -1,0 +1,45 @@
+"""Task validation: a task is published only if its tests tell solved from unsolved.
+
+For a built task: the reference solution passes every FAIL_TO_PASS and
+PASS_TO_PASS test; the mutated workspace fails every FAIL_TO_PASS test and
+passes every PASS_TO_PASS test; and each check gives the same answer every
+time it is repeated. Grading runs exactly as it does for an attempt.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from cursorbench.workspace import BuiltTask, cache_home
+from harness.grading import grade
+from harness.results import TestOutcome
+from harness.sandbox import Confinement
+
+
+def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
+    """Problems found; an empty list means the task is valid."""
+    prepared = built.prepared()
+    confinement = Confinement(backend=backend, hidden=tuple(prepared.secret_paths))
+    check = prepared.verification
+    problems: list[str] = []
+    root = cache_home() / "validate"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as scratch:
+        for run in range(repeat):
+            solved = grade(prepared, built.reference_patch, Path(scratch) / "ref", confinement)
+            unsolved = grade(prepared, "", Path(scratch) / "base", confinement)
+            label = f"run {run + 1}:"
+            for test, outcome in solved.tests.items():
+                if outcome is not TestOutcome.PASSED:
+                    problems.append(f"{label} reference solution: {test} {outcome.value}")
+            for test in check.fail_to_pass:
+                if unsolved.tests[test] is TestOutcome.PASSED:
+                    problems.append(f"{label} unsolved workspace passes FAIL_TO_PASS {test}")
+            for test in check.pass_to_pass:
+                if unsolved.tests[test] is not TestOutcome.PASSED:
+                    outcome = unsolved.tests[test].value
+                    problems.append(f"{label} unsolved workspace: PASS_TO_PASS {test} {outcome}")
+            if solved.failure is not None and solved.error:
+                problems.append(f"{label} reference solution: {solved.error}")
+    return problems

@@ -1,0 +1,243 @@
+"""Building a task's prepared workspace, once, into a content-addressed cache.
+
+From the task's source tree (copied without caches, bytecode or `.git`) the
+builder makes:
+  original/   the source as it was (the reference solution, plus hidden tests)
+  workspace/  the source with the mutation applied and the hidden tests taken out
+  hidden/     the hidden test files, laid out as in the workspace
+  reference.patch  the reverse of the mutation: workspace -> original minus hidden tests
+The cache key covers the task's content, the source tree's bytes and the
+builder's version, so an edited task or source is rebuilt, never reused.
+Package sources (`PackageSource`) are described by the format but not built yet.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from cursorbench.task import FolderSource, Operation, RemoveFile, RemoveSymbol, ReplaceText, Task
+from harness.sandbox.baseline import Baseline
+from harness.spec import PreparedTask
+
+BUILDER_VERSION = "1"
+SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
+SKIPPED_SUFFIXES = (".pyc", ".pyo")
+READY_MARKER = "READY"
+
+
+class BuildError(RuntimeError):
+    """The task cannot be built (one line, naming the task)."""
+
+
+def cache_home() -> Path:
+    return Path(os.environ.get("CURSORBENCH_HOME", Path.home() / ".cache" / "cursorbench"))
+
+
+@dataclass(frozen=True)
+class BuiltTask:
+    task: Task
+    digest: str
+    root: Path
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def original(self) -> Path:
+        return self.root / "original"
+
+    @property
+    def hidden(self) -> Path:
+        return self.root / "hidden"
+
+    @property
+    def reference_patch(self) -> str:
+        return (self.root / "reference.patch").read_text()
+
+    def solution_tree(self) -> dict[str, str | None]:
+        """Files the reference solution writes (None: deletes), relative to the workspace."""
+        hidden = set(self.task.verification.hidden_tests)
+        after = {p for p in _files(self.original) if p not in hidden}
+        before = set(_files(self.workspace))
+        changes: dict[str, str | None] = {}
+        for path in sorted(after):
+            text = (self.original / path).read_text(encoding="utf-8")
+            if path not in before or (self.workspace / path).read_text(encoding="utf-8") != text:
+                changes[path] = text
+        changes.update({path: None for path in sorted(before - after)})
+        return changes
+
+    def prepared(self) -> PreparedTask:
+        task = self.task
+        return PreparedTask(
+            id=task.id,
+            prompt=task.prompt,
+            workspace=self.workspace,
+            hidden_dir=self.hidden,
+            verification=task.verification,
+            limits=task.limits,
+            secret_paths=secret_paths(task),
+        )
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(
+        str(path.relative_to(root))
+        for path in root.rglob("*")
+        if path.is_file() or path.is_symlink()
+    )
+
+
+def _skip(name: str) -> bool:
+    return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES) or name.endswith(".egg-info")
+
+
+def copy_source(source: Path, target: Path) -> None:
+    shutil.copytree(
+        source, target, symlinks=True, ignore=lambda _, names: [n for n in names if _skip(n)]
+    )
+
+
+def tree_digest(root: Path) -> str:
+    digest = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not _skip(d))
+        for name in sorted(f for f in filenames if not _skip(f)):
+            path = Path(dirpath) / name
+            digest.update(str(path.relative_to(root)).encode() + b"\0")
+            digest.update(b"x" if os.access(path, os.X_OK) else b"-")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def task_digest(task: Task) -> str:
+    if not isinstance(task.source, FolderSource):
+        raise BuildError(f"task {task.id}: package sources are not built yet; use a folder source")
+    source = task.source_dir()
+    if not source.is_dir():
+        raise BuildError(f"task {task.id}: source folder {source} does not exist")
+    digest = hashlib.sha256(BUILDER_VERSION.encode())
+    digest.update(task.model_dump_json().encode())
+    digest.update(tree_digest(source).encode())
+    return digest.hexdigest()[:24]
+
+
+def secret_paths(task: Task) -> list[Path]:
+    """What an agent must not see: the task file's folder, the source, their git history."""
+    paths = [task.source_dir()]
+    if task.path is not None:
+        paths.append(task.path.parent)
+    for parent in task.source_dir().parents:
+        if (parent / ".git").exists():
+            paths.append(parent / ".git")
+            break
+    return paths
+
+
+def build(task: Task, cache: Path | None = None) -> BuiltTask:
+    digest = task_digest(task)
+    root = (cache or cache_home()) / "workspaces" / f"{task.id}-{digest}"
+    if (root / READY_MARKER).exists():
+        return BuiltTask(task, digest, root)
+    staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        _build_into(task, staging)
+        (staging / READY_MARKER).write_text(digest)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(staging, root)
+        except OSError:  # built concurrently by another process: theirs is as good
+            if not (root / READY_MARKER).exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return BuiltTask(task, digest, root)
+
+
+def _build_into(task: Task, staging: Path) -> None:
+    original, workspace, hidden = staging / "original", staging / "workspace", staging / "hidden"
+    copy_source(task.source_dir(), original)
+    shutil.copytree(original, workspace, symlinks=True)
+    for number, operation in enumerate(task.mutation.operations, start=1):
+        try:
+            apply_operation(workspace, operation)
+        except (BuildError, OSError, SyntaxError) as error:
+            message = f"task {task.id}: mutation step {number} ({operation.op}): {error}"
+            raise BuildError(message) from None
+    hidden.mkdir()
+    for relative in task.verification.hidden_tests:
+        if not (original / relative).is_file():
+            raise BuildError(f"task {task.id}: hidden test {relative} is not in the source")
+        (hidden / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(original / relative, hidden / relative)
+        (workspace / relative).unlink(missing_ok=True)
+    (staging / "reference.patch").write_text(_reference_patch(staging, task))
+
+
+def _reference_patch(staging: Path, task: Task) -> str:
+    """The reverse of the mutation, made by git: workspace -> original minus hidden tests."""
+    scratch = staging / "scratch"
+    shutil.copytree(staging / "workspace", scratch / "tree", symlinks=True)
+    baseline = Baseline(scratch / "git", scratch / "tree")
+    baseline.snapshot()
+    shutil.rmtree(scratch / "tree")
+    shutil.copytree(staging / "original", scratch / "tree", symlinks=True)
+    for relative in task.verification.hidden_tests:
+        (scratch / "tree" / relative).unlink()
+    patch = baseline.diff()
+    shutil.rmtree(scratch)
+    return patch
+
+
+def apply_operation(root: Path, operation: Operation) -> None:
+    path = root / operation.file
+    if not path.is_file():
+        raise BuildError(f"{operation.file}: no such file")
+    if isinstance(operation, RemoveFile):
+        path.unlink()
+    elif isinstance(operation, ReplaceText):
+        text = path.read_text(encoding="utf-8")
+        count = text.count(operation.old)
+        if count != 1:
+            raise BuildError(f"{operation.file}: text to replace occurs {count} times, not once")
+        path.write_text(text.replace(operation.old, operation.new), encoding="utf-8")
+    elif isinstance(operation, RemoveSymbol):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(remove_symbol(text, operation.symbol, operation.file), encoding="utf-8")
+
+
+def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
+    """Deletes a top-level def/class, or `Class.method`, with its decorators."""
+    body = ast.parse(source, filename=filename).body
+    *owners, name = symbol.split(".")
+    for owner in owners:
+        node = _find(body, owner, (ast.ClassDef,))
+        if node is None:
+            raise BuildError(f"{filename}: no class {owner!r}")
+        body = node.body
+    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    node = _find(body, name, definitions)
+    if node is None or node.end_lineno is None:
+        raise BuildError(f"{filename}: no definition {symbol!r}")
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+    lines = source.splitlines(keepends=True)
+    end = node.end_lineno
+    while (
+        start > 0 and end < len(lines) and not lines[start - 1].strip() and not lines[end].strip()
+    ):
+        end += 1  # also drop the blank lines that separated it from what follows
+    return "".join(lines[:start] + lines[end:])
+
+
+def _find(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast.AST | None:
+    for node in body:
+        if isinstance(node, kinds) and getattr(node, "name", None) == name:
+            return node
+    return None

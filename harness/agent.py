@@ -1,0 +1,128 @@
+"""The agent loop: a model, a sandbox, a prompt, and budgets.
+
+The loop asks the model for its next step, runs the tool calls it makes, and
+stops when the model calls `finish` (or answers without calling a tool), or
+when a budget, the endpoint or the model's output format gives out. Each way
+of stopping is a typed exception turned into an `AgentOutcome`; scoring is not
+done here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from harness.model import ChatModel, ContextOverflow, ModelAPIError, ToolCall
+from harness.results import Failure, Usage
+from harness.sandbox import Sandbox
+from harness.spec import Limits
+from harness.tools import MalformedCall, Submitted, ToolContext, ToolError, call_tool, tool_schemas
+from harness.trajectory import Trajectory
+
+SYSTEM_PROMPT = """You are a coding agent working in a software repository at {root}.
+Use the tools to read, search, edit and run code there. Commands have no network access.
+Make the change the user asks for, check it (for example by running the tests), then call
+`finish` with a one-paragraph summary of what you changed."""
+
+MAX_MALFORMED_REPLIES = 3  # consecutive replies whose every tool call was unusable
+
+
+class LimitExceeded(Exception):
+    def __init__(self, failure: Failure, message: str) -> None:
+        super().__init__(message)
+        self.failure = failure
+
+
+@dataclass
+class AgentOutcome:
+    failure: Failure | None  # None: the agent finished on its own
+    message: str
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class _Budget:
+    limits: Limits
+    started: float = field(default_factory=time.monotonic)
+
+    def time_left(self) -> float:
+        return self.limits.wall_time_s - (time.monotonic() - self.started)
+
+    def check(self, turns: int, usage: Usage) -> None:
+        if self.time_left() <= 0:
+            raise LimitExceeded(Failure.AGENT_TIMEOUT, f"wall time {self.limits.wall_time_s}s")
+        if turns >= self.limits.max_turns:
+            raise LimitExceeded(Failure.TURN_LIMIT, f"{self.limits.max_turns} turns")
+        if usage.tokens >= self.limits.max_tokens:
+            raise LimitExceeded(Failure.TOKEN_LIMIT, f"{usage.tokens} tokens")
+
+
+def run_agent(
+    model: ChatModel, sandbox: Sandbox, prompt: str, limits: Limits, trajectory: Trajectory
+) -> AgentOutcome:
+    budget = _Budget(limits)
+    context = ToolContext(sandbox, limits.command_timeout_s, budget.time_left)
+    outcome = AgentOutcome(failure=None, message="")
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT.format(root=sandbox.root)},
+        {"role": "user", "content": prompt},
+    ]
+    for message in messages:
+        trajectory.write("message", **message)
+    malformed = 0
+    try:
+        while True:
+            budget.check(outcome.turns, outcome.usage)
+            reply = model.complete(messages, tool_schemas(), timeout=max(budget.time_left(), 1))
+            outcome.turns += 1
+            outcome.usage.add(reply.usage)
+            messages.append(reply.as_message())
+            trajectory.write("model", message=messages[-1], usage=reply.usage.model_dump())
+            if not reply.tool_calls:
+                raise Submitted(reply.content or "")
+            all_malformed = True
+            for call in reply.tool_calls:
+                outcome.tool_calls += 1
+                text, was_malformed = _run_tool(context, call, trajectory)
+                all_malformed &= was_malformed
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+            malformed = malformed + 1 if all_malformed else 0
+            if malformed >= MAX_MALFORMED_REPLIES:
+                raise LimitExceeded(Failure.FORMAT_ERROR, f"{malformed} unusable replies in a row")
+    except Submitted as done:
+        outcome.message = done.summary
+    except LimitExceeded as stop:
+        outcome.failure, outcome.message = stop.failure, str(stop)
+    except ContextOverflow as overflow:
+        outcome.failure, outcome.message = Failure.CONTEXT_OVERFLOW, str(overflow)
+    except ModelAPIError as error:
+        out_of_time = budget.time_left() <= 0
+        outcome.failure = Failure.AGENT_TIMEOUT if out_of_time else Failure.MODEL_API_ERROR
+        outcome.message = str(error)
+    trajectory.write("agent_end", failure=outcome.failure, message=outcome.message)
+    return outcome
+
+
+def _run_tool(context: ToolContext, call: ToolCall, trajectory: Trajectory) -> tuple[str, bool]:
+    """The tool's output (or error) for the model, and whether the call was malformed."""
+    started = time.monotonic()
+    malformed = False
+    try:
+        text = call_tool(context, call.name, call.arguments)
+    except Submitted:
+        trajectory.write("tool", id=call.id, name=call.name, arguments=call.arguments)
+        raise
+    except ToolError as error:
+        malformed = isinstance(error, MalformedCall)
+        text = f"error: {error}"
+    trajectory.write(
+        "tool",
+        id=call.id,
+        name=call.name,
+        arguments=call.arguments,
+        output=text,
+        duration_s=round(time.monotonic() - started, 4),
+    )
+    return text, malformed

@@ -1,0 +1,121 @@
+"""One attempt, start to finish: sandbox, agent loop, clean-state grading, result.
+
+Whatever goes wrong inside an attempt ends as an `AttemptResult` with a typed
+failure; nothing here raises into the runner, so one bad attempt never stops
+a run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import traceback
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.agent import AgentOutcome, run_agent
+from harness.grading import GradeReport, grade
+from harness.model import ChatModel
+from harness.results import Attempt, AttemptResult, Failure, Status
+from harness.sandbox import Confinement, LocalSandbox, Sandbox
+from harness.sandbox.baseline import diff_stats
+from harness.spec import PreparedTask
+from harness.trajectory import Trajectory
+
+
+@dataclass
+class AttemptEnvironment:
+    """What every attempt of a run shares."""
+
+    model: ChatModel
+    confinement: Confinement
+    work_dir: Path  # attempts' scratch folders (hidden from agents)
+    run_dir: Path  # trajectories are written under it
+    command_slots: threading.Semaphore | None = None
+    keep_workspaces: bool = False
+
+    def open_sandbox(self, task: PreparedTask, scratch: Path) -> Sandbox:
+        return LocalSandbox(
+            scratch / "sandbox", task.workspace, self.confinement, self.command_slots
+        )
+
+
+def trajectory_path(attempt: Attempt) -> str:
+    return f"trajectories/{attempt.task_id}__{attempt.epoch}.jsonl"
+
+
+def run_attempt(task: PreparedTask, attempt: Attempt, env: AttemptEnvironment) -> AttemptResult:
+    started = datetime.now(UTC)
+    scratch = env.work_dir / f"{attempt.task_id}__{attempt.epoch}"
+    relative = trajectory_path(attempt)
+    header = {"task_id": task.id, "epoch": attempt.epoch, "model": env.model.name}
+    with Trajectory(env.run_dir / relative, header) as trajectory:
+        fields = _attempt(task, attempt, env, scratch, trajectory)
+        finished = datetime.now(UTC)
+        result = AttemptResult(
+            **fields,
+            started_at=started,
+            finished_at=finished,
+            wall_time_s=(finished - started).total_seconds(),
+            trajectory=relative,
+        )
+        trajectory.write("result", result=result.model_dump(mode="json"))
+    return result
+
+
+def _attempt(
+    task: PreparedTask,
+    attempt: Attempt,
+    env: AttemptEnvironment,
+    scratch: Path,
+    trajectory: Trajectory,
+) -> dict:
+    base: dict = {"task_id": task.id, "epoch": attempt.epoch}
+    sandbox: Sandbox | None = None
+    try:
+        sandbox = env.open_sandbox(task, scratch)
+        outcome = run_agent(env.model, sandbox, task.prompt, task.limits, trajectory)
+        base |= _agent_fields(outcome)
+        if outcome.failure is not None:
+            return base | _failed(outcome.failure, outcome.message)
+        patch = sandbox.diff()
+        added, removed = diff_stats(patch)
+        base |= {"diff_lines_added": added, "diff_lines_removed": removed}
+        trajectory.write("diff", patch=patch)
+        if not patch.strip():
+            return base | _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
+        report = grade(task, patch, scratch / "grade", env.confinement, env.command_slots)
+        trajectory.write("grade", tests=report.tests, output=report.output[-4000:])
+        return base | _graded(report)
+    except Exception as error:  # one broken attempt must not stop the run
+        trajectory.write("exception", traceback=traceback.format_exc())
+        return base | _failed(Failure.INFRA_ERROR, f"{type(error).__name__}: {error}")
+    finally:
+        if sandbox is not None and not env.keep_workspaces:
+            sandbox.close()
+        if not env.keep_workspaces:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _agent_fields(outcome: AgentOutcome) -> dict:
+    return {
+        "turns": outcome.turns,
+        "tool_calls": outcome.tool_calls,
+        "usage": outcome.usage,
+    }
+
+
+def _failed(failure: Failure, message: str) -> dict:
+    first_line = message.strip().splitlines()[0] if message.strip() else failure.value
+    return {"status": failure.status, "failure": failure, "error": first_line[:500]}
+
+
+def _graded(report: GradeReport) -> dict:
+    fields: dict = {"tests": report.tests}
+    if report.resolved:
+        return fields | {"status": Status.RESOLVED}
+    assert report.failure is not None
+    failing = sum(1 for outcome in report.tests.values() if outcome.value != "passed")
+    message = report.error or f"{failing} of {len(report.tests)} tests did not pass"
+    return fields | _failed(report.failure, message)

@@ -1,0 +1,43 @@
+"""Executors run attempts concurrently and hand back results as they finish.
+
+`LocalExecutor` uses threads: an attempt spends its time waiting on the model
+endpoint or on a sandboxed subprocess, so threads are enough on one machine.
+A cluster executor (Ray) implements the same protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Protocol, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+class Executor(Protocol):
+    def map_unordered(
+        self, function: Callable[[Item], Result], items: Iterable[Item]
+    ) -> Iterator[Result]: ...
+
+    def shutdown(self) -> None:
+        """Stops starting new work; work in flight is abandoned."""
+        ...
+
+
+class LocalExecutor:
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = concurrency
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="attempt")
+
+    def map_unordered(
+        self, function: Callable[[Item], Result], items: Iterable[Item]
+    ) -> Iterator[Result]:
+        pending: set[Future[Result]] = {self._pool.submit(function, item) for item in items}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

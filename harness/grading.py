@@ -1,0 +1,128 @@
+"""Scoring an attempt in a clean state.
+
+The agent's patch is applied to a fresh copy of the prepared workspace; test
+files and test-runner configuration are restored from the task; the hidden
+tests are added; pytest runs confined, with the workspace kept off `sys.path`
+at interpreter start (`python -P`), plugins not auto-loaded, the package's own
+`addopts` ignored, and its JUnit report written to a folder outside the
+workspace. Outcomes are read from that report, never from printed output.
+
+Not covered: code under test runs in the same process as pytest, so code that
+deliberately patches pytest's reporting from inside is not stopped here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.junit import outcomes_for, parse_junit
+from harness.results import Failure, TestOutcome
+from harness.sandbox.baseline import BaselineError, apply_patch
+from harness.sandbox.confinement import Confinement, scrubbed_env
+from harness.sandbox.process import run_process
+from harness.spec import PreparedTask
+
+
+@dataclass
+class GradeReport:
+    resolved: bool
+    failure: Failure | None
+    tests: dict[str, TestOutcome] = field(default_factory=dict)
+    error: str | None = None
+    duration_s: float = 0.0
+    output: str = ""
+
+
+def pytest_argv(test_args: list[str], junit: Path, rootdir: Path) -> list[str]:
+    return [
+        sys.executable, "-P", "-m", "pytest", *test_args,
+        f"--rootdir={rootdir}",
+        f"--junitxml={junit}",
+        "-o", "junit_family=xunit1",
+        "-o", "addopts=",
+        "-p", "no:cacheprovider",
+        "--continue-on-collection-errors",
+        "-q", "--no-header", "-rN",
+    ]  # fmt: skip
+
+
+def matching(root: Path, patterns: list[str]) -> list[Path]:
+    found = {path for pattern in patterns for path in root.glob(pattern)}
+    return sorted(found, key=lambda path: len(path.parts))
+
+
+def restore_protected(original: Path, target: Path, patterns: list[str]) -> None:
+    """Makes every protected path in `target` exactly what it is in `original`.
+
+    A pattern that matches a folder (`tests/**` matches `tests/` itself) protects all of it.
+    """
+    for path in matching(target, patterns):
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+    for path in matching(original, patterns):
+        destination = target / path.relative_to(original)
+        if path.is_dir() and not path.is_symlink():
+            shutil.copytree(path, destination, symlinks=True, dirs_exist_ok=True)
+        else:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination, follow_symlinks=False)
+
+
+def build_grading_tree(task: PreparedTask, patch: str, workspace: Path) -> None:
+    shutil.copytree(task.workspace, workspace, symlinks=True)
+    apply_patch(patch, workspace)
+    restore_protected(task.workspace, workspace, task.verification.protected_paths)
+    if task.hidden_dir.is_dir():
+        shutil.copytree(task.hidden_dir, workspace, symlinks=True, dirs_exist_ok=True)
+
+
+def grade(
+    task: PreparedTask,
+    patch: str,
+    grade_dir: Path,
+    confinement: Confinement,
+    slots: threading.Semaphore | None = None,
+) -> GradeReport:
+    started = time.monotonic()
+    if grade_dir.exists():
+        shutil.rmtree(grade_dir)
+    workspace, results, home = grade_dir / "workspace", grade_dir / "results", grade_dir / "home"
+    for folder in (results, home):
+        folder.mkdir(parents=True)
+    try:
+        build_grading_tree(task, patch, workspace)
+    except (BaselineError, OSError) as error:
+        return GradeReport(False, Failure.INFRA_ERROR, error=f"preparing the grading tree: {error}")
+    junit = results / "junit.xml"
+    argv = pytest_argv(task.verification.test_args, junit, workspace)
+    env = scrubbed_env(Path("/tmp") if confinement.confined else home)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    with slots or nullcontext():
+        done = run_process(
+            confinement.wrap(argv, cwd=workspace, writable=[workspace, results]),
+            cwd=workspace,
+            env=env,
+            timeout=task.limits.test_timeout_s,
+        )
+    verification = task.verification
+    tests = outcomes_for(verification.fail_to_pass + verification.pass_to_pass, parse_junit(junit))
+    resolved = not done.timed_out and all(o is TestOutcome.PASSED for o in tests.values())
+    failure = None if resolved else Failure.TESTS_FAILED
+    if done.timed_out:
+        failure = Failure.TEST_TIMEOUT
+    return GradeReport(
+        resolved=resolved,
+        failure=failure,
+        tests=tests,
+        error=f"tests ran over {task.limits.test_timeout_s}s" if done.timed_out else None,
+        duration_s=time.monotonic() - started,
+        output=done.output,
+    )

@@ -1,0 +1,212 @@
+"""Chat models: the `ChatModel` protocol and its client for OpenAI-compatible endpoints.
+
+`OpenAIChatModel` speaks chat completions with tool calling through the
+official `openai` client, retries with backoff on 429, 5xx, timeouts,
+dropped connections and junk replies, and meters tokens, latency and cost.
+What it cannot get after its retries becomes a `ModelAPIError`; a prompt too
+long for the model becomes a `ContextOverflow`. Malformed tool-call arguments
+are passed through untouched: the agent loop turns them into tool errors.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+import time
+from contextlib import nullcontext
+from typing import Any, Protocol
+
+import openai
+from pydantic import BaseModel, Field
+
+from harness.pricing import Price
+from harness.results import Usage
+
+RETRYABLE = (
+    openai.RateLimitError,
+    openai.InternalServerError,
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.APIResponseValidationError,
+)
+CONTEXT_OVERFLOW = re.compile(
+    r"context.length|maximum context|context window|too many tokens|prompt is too long", re.I
+)
+
+
+class ModelAPIError(Exception):
+    """The endpoint could not give a usable reply after retries."""
+
+
+class ContextOverflow(Exception):
+    """The conversation no longer fits the model's context window."""
+
+
+class ToolCall(BaseModel):
+    id: str
+    name: str
+    arguments: str  # raw JSON text, exactly as the model wrote it
+
+
+class ModelReply(BaseModel):
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+    def as_message(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+class ChatModel(Protocol):
+    name: str
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
+    ) -> ModelReply: ...
+
+
+class RetryPolicy(BaseModel):
+    max_retries: int = Field(default=4, ge=0, description="Retries after the first try.")
+    backoff_s: float = Field(default=1.0, ge=0, description="First wait; doubles each retry.")
+    max_backoff_s: float = Field(default=30.0, ge=0)
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_backoff_s)
+        base = min(self.backoff_s * 2**attempt, self.max_backoff_s)
+        return base * (0.5 + random.random() / 2)
+
+
+class OpenAIChatModel:
+    def __init__(
+        self,
+        *,
+        name: str,
+        base_url: str,
+        api_key: str,
+        price: Price | None,
+        retry: RetryPolicy | None = None,
+        temperature: float | None = None,
+        connection_slots: threading.Semaphore | None = None,
+    ) -> None:
+        self.name = name
+        self.price = price
+        self.retry = retry or RetryPolicy()
+        self.temperature = temperature
+        self._slots = connection_slots
+        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+
+    def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
+    ) -> ModelReply:
+        retries = 0
+        while True:
+            started = time.monotonic()
+            try:
+                reply = self._call(messages, tools, timeout)
+            except (*RETRYABLE, _JunkReply) as error:
+                if retries >= self.retry.max_retries:
+                    raise ModelAPIError(_describe(error, retries)) from None
+                time.sleep(self.retry.wait(retries, _retry_after(error)))
+                retries += 1
+                continue
+            except openai.APIStatusError as error:
+                if CONTEXT_OVERFLOW.search(str(error.message)):
+                    raise ContextOverflow(str(error.message)) from None
+                raise ModelAPIError(_describe(error, retries)) from None
+            except openai.OpenAIError as error:
+                raise ModelAPIError(_describe(error, retries)) from None
+            reply.usage.model_latency_s = time.monotonic() - started
+            reply.usage.retries = retries
+            return reply
+
+    def _call(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
+    ) -> ModelReply:
+        options: dict[str, Any] = {}
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        with self._slots or nullcontext():
+            response = self._client.chat.completions.create(
+                model=self.name,
+                messages=messages,  # type: ignore[arg-type]
+                tools=tools,  # type: ignore[arg-type]
+                timeout=timeout,
+                **options,
+            )
+        return self._parse(response, messages)
+
+    def _parse(self, response: Any, messages: list[dict[str, Any]]) -> ModelReply:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise _JunkReply("the endpoint returned no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise _JunkReply("the endpoint returned a choice without a message")
+        calls = [
+            ToolCall(
+                id=call.id or f"call_{index}",
+                name=call.function.name or "",
+                arguments=call.function.arguments or "",
+            )
+            for index, call in enumerate(message.tool_calls or [])
+            if getattr(call, "function", None) is not None
+        ]
+        usage = _usage(response, messages, message.content, calls)
+        if self.price is not None:
+            usage.cost_usd = self.price.cost(usage.tokens_in, usage.tokens_out)
+        return ModelReply(
+            content=message.content,
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            usage=usage,
+        )
+
+
+class _JunkReply(Exception):
+    pass
+
+
+def _usage(response: Any, messages: list[Any], content: str | None, calls: list[ToolCall]) -> Usage:
+    reported = getattr(response, "usage", None)
+    if reported is not None and reported.prompt_tokens is not None:
+        return Usage(
+            tokens_in=reported.prompt_tokens,
+            tokens_out=reported.completion_tokens or 0,
+            model_calls=1,
+        )
+    # No usage reported: estimate at four characters a token, and say so.
+    sent = len(json.dumps(messages))
+    received = len(content or "") + sum(len(call.arguments) for call in calls)
+    return Usage(tokens_in=sent // 4, tokens_out=received // 4, model_calls=1, estimated_calls=1)
+
+
+def _retry_after(error: Exception) -> float | None:
+    response = getattr(error, "response", None)
+    header = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(header) if header is not None else None
+    except ValueError:
+        return None
+
+
+def _describe(error: Exception, retries: int) -> str:
+    status = getattr(error, "status_code", None)
+    detail = str(getattr(error, "message", None) or error).strip().splitlines()
+    what = f"HTTP {status}" if status else type(error).__name__
+    after = f" after {retries} retries" if retries else ""
+    return f"{what}{after}: {detail[0][:200] if detail else 'no detail'}"

@@ -1,0 +1,182 @@
+"""A small OpenAI-compatible HTTP server for scripted endpoints on loopback.
+
+It speaks `POST /v1/chat/completions` (non-streaming, with tool calls) and
+`GET /v1/models`, and asks a `Responder` what to answer. The embedded
+reference solver and the test doubles in `harness.doubles` are responders;
+the harness reaches them through the official `openai` client over real HTTP,
+exactly as it reaches a provider. Not a general inference server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+
+@dataclass
+class Reply:
+    """An assistant message: text and/or tool calls (arguments as a dict or raw text)."""
+
+    content: str | None = None
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+
+
+@dataclass
+class RawReply:
+    """Anything at all, for endpoints that misbehave."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+
+class Responder(Protocol):
+    models: list[str]
+
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply: ...
+
+
+def error_reply(status: int, message: str) -> RawReply:
+    body = {"error": {"message": message, "type": "server_error", "code": status}}
+    return RawReply(status, json.dumps(body).encode())
+
+
+def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
+    calls = [
+        {
+            "id": f"call_{uuid.uuid4().hex[:12]}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        for name, arguments in reply.tool_calls
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if calls:
+        message["tool_calls"] = calls
+    prompt_chars = len(json.dumps(request.get("messages", [])))
+    completion_chars = len(reply.content or "") + sum(
+        len(c["function"]["arguments"]) for c in calls
+    )
+    prompt_tokens, completion_tokens = prompt_chars // 4 + 1, completion_chars // 4 + 1
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", ""),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            data = [{"id": name, "object": "model", "owned_by": "cursorbench"} for name in
+                    self.server.responder.models]  # fmt: skip
+            self._send(RawReply(200, json.dumps({"object": "list", "data": data}).encode()))
+        else:
+            self._send(error_reply(404, f"no route {self.path}"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", 0))
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(error_reply(404, f"no route {self.path}"))
+            return
+        try:
+            request = json.loads(raw)
+        except json.JSONDecodeError:
+            self._send(error_reply(400, "body is not JSON"))
+            return
+        self.server.requests += 1
+        try:
+            reply = self.server.responder.respond(request)
+        except Exception as error:  # a broken responder answers 500, like a broken provider
+            reply = error_reply(500, f"{type(error).__name__}: {error}")
+        if isinstance(reply, Reply):
+            reply = RawReply(200, json.dumps(completion_body(reply, request)).encode())
+        self._send(reply)
+
+    def _send(self, reply: RawReply) -> None:
+        self.send_response(reply.status)
+        self.send_header("content-type", reply.content_type)
+        self.send_header("content-length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], responder: Responder) -> None:
+        super().__init__(address, _Handler)
+        self.responder = responder
+        self.requests = 0
+
+
+class OpenAIServer:
+    """Serves a responder on loopback in a background thread; use as a context manager."""
+
+    def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._server = _Server((host, port), responder)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    @property
+    def requests(self) -> int:
+        return self._server.requests
+
+    def start(self) -> OpenAIServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def step_index(request: dict[str, Any]) -> int:
+    """How many assistant turns the conversation already has: a stateless script position."""
+    return sum(1 for message in request.get("messages", []) if message.get("role") == "assistant")
+
+
+def first_user_message(request: dict[str, Any]) -> str:
+    for message in request.get("messages", []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else json.dumps(content)
+    return ""

@@ -1,0 +1,47 @@
+"""Token prices: a table shipped as data, overridable per model."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (tokens_in * self.input + tokens_out * self.output) / 1_000_000
+
+
+PriceTable = dict[str, Price]
+_TABLE = TypeAdapter(PriceTable)
+
+
+class PriceTableError(ValueError):
+    pass
+
+
+def load_price_table(path: Path | None = None) -> PriceTable:
+    """The shipped table, updated by the file at `path` if given."""
+    shipped = resources.files("harness") / "data" / "prices.yaml"
+    table = _TABLE.validate_python(yaml.safe_load(shipped.read_text()))
+    if path is not None:
+        try:
+            table.update(_TABLE.validate_python(yaml.safe_load(path.read_text())))
+        except (OSError, yaml.YAMLError, ValidationError) as error:
+            first = str(error).splitlines()[0]
+            raise PriceTableError(f"{path}: not a price table ({first})") from None
+    return table
+
+
+def price_for(model: str, table: PriceTable) -> Price | None:
+    if model in table:
+        return table[model]
+    prefixes = [name for name in table if model.startswith(name)]
+    return table[max(prefixes, key=len)] if prefixes else None

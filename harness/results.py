@@ -1,0 +1,128 @@
+"""Attempts and their results: the plain data every other part passes around."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESULT_FORMAT_VERSION = 1
+
+
+class Status(StrEnum):
+    RESOLVED = "resolved"
+    FAILED = "failed"  # the model's attempt did not solve the task
+    ERROR = "error"  # the attempt could not be judged (endpoint down, harness fault)
+
+
+class Failure(StrEnum):
+    """Why an attempt did not resolve. Each maps to exactly one `Status`."""
+
+    TESTS_FAILED = "tests_failed"
+    EMPTY_DIFF = "empty_diff"
+    AGENT_TIMEOUT = "agent_timeout"
+    TURN_LIMIT = "turn_limit"
+    TOKEN_LIMIT = "token_limit"
+    CONTEXT_OVERFLOW = "context_overflow"
+    FORMAT_ERROR = "format_error"
+    TEST_TIMEOUT = "test_timeout"
+    MODEL_API_ERROR = "model_api_error"
+    INFRA_ERROR = "infra_error"
+
+    @property
+    def status(self) -> Status:
+        if self in (Failure.MODEL_API_ERROR, Failure.INFRA_ERROR):
+            return Status.ERROR
+        return Status.FAILED
+
+
+class TestOutcome(StrEnum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    MISSING = "missing"  # not reported at all, e.g. the file failed to import
+
+
+class Attempt(BaseModel):
+    """One (task, epoch) of a run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    epoch: int = Field(ge=0)
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}#{self.epoch}"
+
+
+class Usage(BaseModel):
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    model_calls: int = 0
+    model_latency_s: float = 0.0
+    retries: int = 0
+    estimated_calls: int = Field(
+        default=0, description="Model calls whose endpoint reported no usage (estimated)."
+    )
+
+    def add(self, other: Usage) -> None:
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        self.cost_usd += other.cost_usd
+        self.model_calls += other.model_calls
+        self.model_latency_s += other.model_latency_s
+        self.retries += other.retries
+        self.estimated_calls += other.estimated_calls
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+class AttemptResult(BaseModel):
+    format_version: int = RESULT_FORMAT_VERSION
+    task_id: str
+    epoch: int
+    status: Status
+    failure: Failure | None = None
+    error: str | None = Field(default=None, description="One line saying what went wrong.")
+    tests: dict[str, TestOutcome] = Field(default_factory=dict)
+    diff_lines_added: int = 0
+    diff_lines_removed: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    turns: int = 0
+    tool_calls: int = 0
+    wall_time_s: float = 0.0
+    started_at: datetime
+    finished_at: datetime
+    trajectory: str | None = Field(default=None, description="Path relative to the run folder.")
+
+    @property
+    def resolved(self) -> bool:
+        return self.status is Status.RESOLVED
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_id}#{self.epoch}"
+
+
+class RunInfo(BaseModel):
+    """Who ran what, how: the identity of a run (model, suite, config) x tasks x epochs."""
+
+    id: str
+    created_at: datetime
+    model: str
+    base_url: str
+    endpoint_label: str = Field(
+        description="Who answered: 'reference-solver' for the embedded solver, else 'external'."
+    )
+    suite_version: str
+    config_hash: str
+    config: dict[str, object]
+    sandbox: str = Field(description="Sandbox backend actually used, e.g. 'bubblewrap'.")
+    warnings: list[str] = Field(default_factory=list)
+    out_dir: str | None = None

@@ -1,0 +1,102 @@
+"""The run folder (`--out`): run.json, attempts.jsonl, summary.json, trajectories/.
+
+`attempts.jsonl` is the record of truth: one line per finished attempt,
+appended and fsynced as each attempt ends. Opening a folder again resumes the
+run it holds: finished attempts are read back (a line torn by a kill is cut
+off), and a different configuration is refused with what differs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.results import AttemptResult, RunInfo
+
+RUN_FILE = "run.json"
+ATTEMPTS_FILE = "attempts.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+class RunDirError(Exception):
+    """The folder cannot be used for this run (one line, for the user)."""
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(temporary, path)
+
+
+def config_differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    keys = sorted(set(old) | set(new))
+    return [
+        f"{key}: {old.get(key)!r} -> {new.get(key)!r}"
+        for key in keys
+        if old.get(key) != new.get(key)
+    ]
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.attempts_path = path / ATTEMPTS_FILE
+
+    def existing_run(self) -> RunInfo | None:
+        run_file = self.path / RUN_FILE
+        if not run_file.exists():
+            return None
+        try:
+            return RunInfo.model_validate_json(run_file.read_text())
+        except (ValidationError, ValueError):
+            raise RunDirError(f"{run_file}: not a CursorBench run file") from None
+
+    def open(self, fresh: RunInfo) -> RunInfo:
+        """The run this folder holds: `fresh` if it is new, else the stored one if it matches."""
+        stored = self.existing_run()
+        if stored is None:
+            self.path.mkdir(parents=True, exist_ok=True)
+            (self.path / "trajectories").mkdir(exist_ok=True)
+            write_json_atomic(self.path / RUN_FILE, fresh.model_dump(mode="json"))
+            return fresh
+        if stored.config_hash != fresh.config_hash:
+            changes = "; ".join(config_differences(stored.config, fresh.config))
+            raise RunDirError(
+                f"{self.path} holds a run with another configuration ({changes}); "
+                "use another --out, or the original options to resume"
+            )
+        return stored
+
+    def finished(self) -> dict[str, AttemptResult]:
+        """Finished attempts by key; a torn last line is cut off the file."""
+        if not self.attempts_path.exists():
+            return {}
+        data = self.attempts_path.read_bytes()
+        results: dict[str, AttemptResult] = {}
+        good_bytes = 0
+        for line in data.splitlines(keepends=True):
+            if not line.endswith(b"\n"):
+                break
+            try:
+                result = AttemptResult.model_validate_json(line)
+            except ValidationError:
+                break
+            results[result.key] = result
+            good_bytes += len(line)
+        if good_bytes < len(data):
+            with self.attempts_path.open("r+b") as file:
+                file.truncate(good_bytes)
+        return results
+
+    def append(self, result: AttemptResult) -> None:
+        with self.attempts_path.open("a", encoding="utf-8") as file:
+            file.write(result.model_dump_json() + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        write_json_atomic(self.path / SUMMARY_FILE, summary)

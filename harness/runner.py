@@ -1,0 +1,190 @@
+"""The runner: (model, suite, config) x tasks x epochs, streamed to disk and to a store.
+
+Each finished attempt is appended to the run folder at once, then recorded in
+the result store. Starting the same run again resumes it: attempts already in
+the folder are not repeated, and any the store missed (a kill between the two
+writes, a database that was down) are copied over first. A store that fails
+mid-run costs a warning, never a result: the run folder still has it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.attempt import AttemptEnvironment, run_attempt
+from harness.executor import Executor, LocalExecutor
+from harness.model import ChatModel
+from harness.results import Attempt, AttemptResult, RunInfo
+from harness.rundir import RunDir
+from harness.sandbox import Confinement
+from harness.spec import PreparedTask
+from harness.summary import summarize
+
+
+class RunConfig(BaseModel):
+    """What makes two runs comparable; a resume must match it exactly."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    base_url: str
+    endpoint_label: str
+    suite_version: str
+    tasks: dict[str, str]  # task id -> digest of its prepared content
+    epochs: int
+    temperature: float | None = None
+    sandbox: str
+
+    def digest(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class ResultStore(Protocol):
+    """Where results land besides the run folder (see `leaderboard.Store`)."""
+
+    def start_run(self, run: RunInfo) -> None: ...
+    def record(self, run_id: str, result: AttemptResult) -> None: ...
+    def attempt_keys(self, run_id: str) -> set[str]: ...
+    def finish_run(self, run_id: str, summary: dict) -> None: ...
+
+
+@dataclass
+class RunOptions:
+    """How to run; none of it changes what is measured, so none of it is in the config."""
+
+    work_dir: Path
+    concurrency: int = 4
+    max_sandbox_commands: int = 2
+    keep_workspaces: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+class RunInterrupted(Exception):
+    pass
+
+
+@dataclass
+class RunOutcome:
+    run: RunInfo
+    results: list[AttemptResult]
+    summary: dict
+    store_warnings: list[str]
+
+
+Listener = Callable[[AttemptResult], None]
+
+
+class Runner:
+    def __init__(
+        self,
+        tasks: list[PreparedTask],
+        config: RunConfig,
+        options: RunOptions,
+        model: ChatModel,
+        confinement: Confinement,
+        run_dir: RunDir,
+        store: ResultStore | None = None,
+        executor: Executor | None = None,
+    ) -> None:
+        self.tasks = {task.id: task for task in tasks}
+        self.config = config
+        self.options = options
+        self.run_dir = run_dir
+        self.store = store
+        self.executor = executor or LocalExecutor(options.concurrency)
+        self.store_warnings: list[str] = []
+        self.run = run_dir.open(self._fresh_run_info(confinement))
+        self.finished = run_dir.finished()
+        self.environment = AttemptEnvironment(
+            model=model,
+            confinement=confinement,
+            work_dir=options.work_dir / self.run.id,
+            run_dir=run_dir.path,
+            command_slots=threading.Semaphore(options.max_sandbox_commands),
+            keep_workspaces=options.keep_workspaces,
+        )
+
+    def _fresh_run_info(self, confinement: Confinement) -> RunInfo:
+        return RunInfo(
+            id=uuid.uuid4().hex[:12],
+            created_at=datetime.now(UTC),
+            model=self.config.model,
+            base_url=self.config.base_url,
+            endpoint_label=self.config.endpoint_label,
+            suite_version=self.config.suite_version,
+            config_hash=self.config.digest(),
+            config=self.config.model_dump(mode="json"),
+            sandbox=confinement.backend,
+            warnings=self.options.warnings,
+            out_dir=str(self.run_dir.path),
+        )
+
+    def pending(self) -> list[Attempt]:
+        return [
+            Attempt(task_id=task_id, epoch=epoch)
+            for epoch in range(self.config.epochs)
+            for task_id in self.tasks
+            if Attempt(task_id=task_id, epoch=epoch).key not in self.finished
+        ]
+
+    def execute(self, on_result: Listener | None = None) -> RunOutcome:
+        self._sync_store()
+        try:
+            for result in self.executor.map_unordered(self._run_one, self.pending()):
+                self.finished[result.key] = result
+                self.run_dir.append(result)
+                self._store("record", self.run.id, result)
+                self.run_dir.write_summary(self.summary())
+                if on_result:
+                    on_result(result)
+        except KeyboardInterrupt:
+            self.executor.shutdown()
+            self.run_dir.write_summary(self.summary() | {"interrupted": True})
+            raise RunInterrupted(f"interrupted; {len(self.pending())} attempts left") from None
+        summary = self.summary()
+        self.run_dir.write_summary(summary)
+        self._store("finish_run", self.run.id, summary)
+        self.executor.shutdown()
+        return RunOutcome(self.run, self.results(), summary, self.store_warnings)
+
+    def _run_one(self, attempt: Attempt) -> AttemptResult:
+        return run_attempt(self.tasks[attempt.task_id], attempt, self.environment)
+
+    def results(self) -> list[AttemptResult]:
+        return sorted(self.finished.values(), key=lambda r: (r.task_id, r.epoch))
+
+    def summary(self) -> dict:
+        return {"run_id": self.run.id, "model": self.run.model, **summarize(self.results())}
+
+    def _sync_store(self) -> None:
+        if self.store is None:
+            return
+        self._store("start_run", self.run)
+        try:
+            known = self.store.attempt_keys(self.run.id)
+        except Exception as error:
+            self.store_warnings.append(f"result store unreadable: {error}")
+            return
+        for key, result in self.finished.items():
+            if key not in known:
+                self._store("record", self.run.id, result)
+
+    def _store(self, method: str, *args: object) -> None:
+        if self.store is None:
+            return
+        try:
+            getattr(self.store, method)(*args)
+        except Exception as error:  # the run folder keeps every result; a rerun syncs the store
+            message = str(error).splitlines()[0] if str(error) else type(error).__name__
+            self.store_warnings.append(f"result store: {method} failed: {message}")

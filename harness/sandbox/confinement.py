@@ -1,0 +1,127 @@
+"""How a sandboxed command is confined: bubblewrap where it runs, else nothing.
+
+Under bubblewrap the root file system is read-only, only the named folders are
+writable, `/tmp` is private, the network is gone (loopback included), the
+process tree lives in its own PID namespace, and the harness's secrets (task
+sources, caches, hidden tests, results) are covered by empty mounts. Without
+bubblewrap a command runs as a plain subprocess: the caller must record a loud
+warning on the run, since the agent can then read and write anything the
+harness can.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BWRAP = "bwrap"
+UNCONFINED_WARNING = (
+    "UNCONFINED: bubblewrap is not available, so agent commands and tests run as plain "
+    "subprocesses that can read hidden files, write outside the workspace and use the network"
+)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Turns a command into the argv that runs it confined."""
+
+    backend: str  # "bubblewrap" or "subprocess"
+    hidden: tuple[Path, ...] = field(default=())
+
+    @property
+    def confined(self) -> bool:
+        return self.backend == "bubblewrap"
+
+    def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
+        if not self.confined:
+            return list(argv)
+        return [*bwrap_prefix(cwd=cwd, writable=writable, hidden=self.hidden), *argv]
+
+
+def bwrap_prefix(*, cwd: Path, writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
+    args = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for path in hidden:
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    for path in writable:  # after the hidden mounts, so a workspace under a hidden folder shows
+        args += ["--bind", str(path), str(path)]
+    args += [
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+        "--chdir",
+        str(cwd),
+    ]
+    return args
+
+
+@functools.cache
+def bubblewrap_works() -> bool:
+    """True when bubblewrap is installed and can build a namespace here."""
+    if shutil.which(BWRAP) is None:
+        return False
+    probe = [*bwrap_prefix(cwd=Path("/"), writable=[], hidden=[]), "true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+def choose_backend(requested: str) -> str:
+    """'auto' picks bubblewrap when it works; naming a backend insists on it."""
+    if requested == "subprocess":
+        return "subprocess"
+    if requested in ("auto", "bubblewrap"):
+        if bubblewrap_works():
+            return "bubblewrap"
+        if requested == "bubblewrap":
+            raise SandboxUnavailable(
+                "bubblewrap cannot run here (install the Debian package 'bubblewrap')"
+            )
+        return "subprocess"
+    raise SandboxUnavailable(f"unknown sandbox backend {requested!r}")
+
+
+def default_hidden_paths() -> list[Path]:
+    """Caches an agent could mine for answers or packages."""
+    home = Path.home()
+    return [
+        home / ".cache" / "pip",
+        home / ".cache" / "uv",
+        home / ".cache" / "pypoetry",
+        home / ".cache" / "cursorbench",
+        home / ".local" / "share" / "cursorbench",
+    ]
+
+
+def scrubbed_env(home: Path) -> dict[str, str]:
+    """The environment a sandboxed command sees: nothing of the harness's own."""
+    python_bin = str(Path(sys.executable).parent)
+    return {
+        "PATH": os.pathsep.join([python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": str(home),
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }

@@ -1,0 +1,153 @@
+"""Run one command to completion, however badly it behaves.
+
+The command gets its own session (process group); on timeout, on too much
+output, and after it exits, the whole group is killed, so background children
+do not outlive it. Output is merged, and only its head and tail are kept.
+Confinement (what the command can see) is the caller's business: see
+`bubblewrap.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+KEEP_BYTES = 16 * 1024  # kept from each end of the output
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # beyond this the command is killed
+EXIT_GRACE_S = 0.2  # how long to drain a pipe still held open by a stray child
+
+
+@dataclass(frozen=True)
+class Completed:
+    exit_code: int | None  # None when the command was killed
+    output: str
+    duration_s: float
+    timed_out: bool = False
+    output_limit_hit: bool = False
+    omitted_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class _HeadTail:
+    """Keeps the first and last `keep` bytes of a stream."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            del self.tail[: max(0, len(self.tail) - self.keep)]
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self.head) - len(self.tail)
+
+    def text(self) -> str:
+        middle = f"\n[... {self.omitted} bytes of output omitted ...]\n" if self.omitted else ""
+        decode = lambda b: bytes(b).decode("utf-8", errors="replace")  # noqa: E731
+        return decode(self.head) + middle + decode(self.tail)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    keep_bytes: int = KEEP_BYTES,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+) -> Completed:
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    buffer = _HeadTail(keep_bytes)
+    timed_out = limit_hit = eof = False
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            remaining = timeout - (now - start)
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+                _kill_group(proc)  # stray background children die with their parent
+            if exited_at is not None and (eof or now - exited_at > EXIT_GRACE_S):
+                break
+            if exited_at is None and remaining <= 0:
+                timed_out = True
+                break
+            if eof:  # output closed, process still running
+                _wait_quietly(proc, min(remaining, 0.5))
+                continue
+            wait = EXIT_GRACE_S if exited_at is not None else min(0.5, remaining)
+            if not selector.select(max(wait, 0.0)):
+                continue
+            chunk = _read_available(fd)
+            if chunk is None:
+                eof = True
+                selector.unregister(fd)
+                continue
+            buffer.add(chunk)
+            if buffer.total > max_output_bytes:
+                limit_hit = True
+                break
+    _kill_group(proc)
+    proc.stdout.close()
+    exit_code = proc.wait()
+    killed = timed_out or limit_hit
+    return Completed(
+        exit_code=None if killed else exit_code,
+        output=buffer.text(),
+        duration_s=time.monotonic() - start,
+        timed_out=timed_out,
+        output_limit_hit=limit_hit,
+        omitted_bytes=buffer.omitted,
+    )
+
+
+def _wait_quietly(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=max(seconds, 0.0))
+
+
+def _read_available(fd: int) -> bytes | None:
+    """Reads what the pipe holds now; None at end of file."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return b""
+    return chunk or None

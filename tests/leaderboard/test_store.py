@@ -1,0 +1,454 @@
+"""The leaderboard store, against SQLite (a file) and a real PostgreSQL server.
+
+PostgreSQL is reached at `CURSORBENCH_TEST_PG_URL` (default: the local trust-auth server); each
+test gets its own schema, dropped afterwards. If the server is unreachable the PostgreSQL cases
+are skipped, unless `CI` is set or `CURSORBENCH_REQUIRE_PG=1`, where they fail instead.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, create_engine, func, select, text
+
+from harness.results import AttemptResult, Failure, RunInfo, Status, Usage
+from harness.results import TestOutcome as Outcome  # aliased: pytest would try to collect it
+from leaderboard import SqlStore, Store, StoreError, open_store
+from leaderboard.schema import AttemptRow, RunRow
+
+PG_URL = os.environ.get(
+    "CURSORBENCH_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+T0 = datetime(2025, 3, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+
+
+def _pg_required() -> bool:
+    return bool(os.environ.get("CI")) or os.environ.get("CURSORBENCH_REQUIRE_PG") == "1"
+
+
+@dataclass
+class Database:
+    """One empty database (a SQLite file, or a PostgreSQL schema) that stores can open."""
+
+    url: str
+    connect_args: dict[str, Any] | None = None
+    opened: list[SqlStore] = field(default_factory=list)
+
+    def open(self) -> SqlStore:
+        store = open_store(self.url, connect_args=self.connect_args)
+        self.opened.append(store)
+        return store
+
+    def close(self) -> None:
+        for store in self.opened:
+            store.close()
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[Engine]:
+    engine = create_engine(PG_URL, connect_args={"connect_timeout": 5})
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("select 1"))
+    except Exception as exc:
+        engine.dispose()
+        why = " ".join(str(getattr(exc, "orig", None) or exc).split())[:200]
+        reason = f"PostgreSQL not reachable at {PG_URL} ({why})"
+        if _pg_required():
+            pytest.fail(f"{reason}; required because CI or CURSORBENCH_REQUIRE_PG=1 is set")
+        pytest.skip(f"{reason}; set CURSORBENCH_TEST_PG_URL to test PostgreSQL")
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        database = Database(f"sqlite:///{tmp_path / 'leaderboard.db'}")
+        yield database
+        database.close()
+        return
+    admin: Engine = request.getfixturevalue("pg_admin")
+    schema = f"cb_test_{uuid.uuid4().hex}"
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    database = Database(PG_URL, {"options": f"-csearch_path={schema}"})
+    try:
+        yield database
+    finally:
+        database.close()
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@pytest.fixture
+def store(db: Database) -> SqlStore:
+    return db.open()
+
+
+def make_run(run_id: str = "run-1", config_hash: str = "hash-a", **changes: Any) -> RunInfo:
+    values: dict[str, Any] = {
+        "id": run_id,
+        "created_at": T0,
+        "model": "gpt-test",
+        "base_url": "http://127.0.0.1:8000/v1",
+        "endpoint_label": "reference-solver",
+        "suite_version": "2025.03",
+        "config_hash": config_hash,
+        "config": {"epochs": 2, "limits": {"turns": 50, "tokens": None}, "tags": ["a", "b"]},
+        "sandbox": "bubblewrap",
+        "warnings": ["sandbox has network"],
+        "out_dir": "runs/run-1",
+    }
+    return RunInfo(**(values | changes))
+
+
+def make_result(task_id: str = "task-a", epoch: int = 0, **changes: Any) -> AttemptResult:
+    values: dict[str, Any] = {
+        "task_id": task_id,
+        "epoch": epoch,
+        "status": Status.FAILED,
+        "failure": Failure.TESTS_FAILED,
+        "error": "2 of 3 tests failed — see ünïcode",
+        "tests": {
+            "tests/test_a.py::test_one": Outcome.PASSED,
+            "tests/test_a.py::test_two[x-1]": Outcome.FAILED,
+            "tests/test_b.py::test_three": Outcome.MISSING,
+        },
+        "diff_lines_added": 12,
+        "diff_lines_removed": 3,
+        "usage": Usage(
+            tokens_in=12_345,
+            tokens_out=678,
+            cost_usd=0.1 + 0.2,
+            model_calls=7,
+            model_latency_s=3.25,
+            retries=1,
+        ),
+        "turns": 9,
+        "tool_calls": 14,
+        "wall_time_s": 42.5,
+        "started_at": T0,
+        "finished_at": T0 + timedelta(seconds=42.5),
+        "trajectory": f"trajectories/{task_id}#{epoch}.jsonl",
+    }
+    return AttemptResult(**(values | changes))
+
+
+def count_attempts(store: SqlStore) -> int:
+    with store.engine.connect() as conn:
+        return conn.execute(select(func.count()).select_from(AttemptRow)).scalar_one()
+
+
+def assert_one_line(message: str) -> None:
+    assert message
+    assert "\n" not in message and "\r" not in message
+    assert "Traceback" not in message and "[SQL:" not in message
+
+
+# --- runs -----------------------------------------------------------------------------------
+
+
+def test_sql_store_is_a_store(store: SqlStore) -> None:
+    assert isinstance(store, Store)
+
+
+def test_start_run_is_idempotent(store: SqlStore) -> None:
+    run = make_run()
+    store.start_run(run)
+    store.start_run(run)
+    store.start_run(make_run(model="ignored: same config hash, so nothing changes"))
+
+    assert store.runs() == [run]
+    got = store.run(run.id)
+    assert got == run
+    assert got is not None and got.created_at.tzinfo is not None
+    assert store.run("no-such-run") is None
+
+
+def test_start_run_refuses_a_different_config(store: SqlStore) -> None:
+    store.start_run(make_run(config_hash="hash-a"))
+
+    with pytest.raises(StoreError, match="config hash") as caught:
+        store.start_run(make_run(config_hash="hash-b"))
+
+    assert_one_line(str(caught.value))
+    assert "hash-a" in str(caught.value) and "hash-b" in str(caught.value)
+    assert store.run("run-1") == make_run(config_hash="hash-a")
+
+
+def test_runs_are_listed_newest_first(store: SqlStore) -> None:
+    for run_id, hours in [("middle", 1), ("oldest", 0), ("newest", 2)]:
+        store.start_run(make_run(run_id, created_at=T0 + timedelta(hours=hours)))
+    # Same instant, written in another zone: ordered by the instant, then id.
+    store.start_run(make_run("newest-too", created_at=(T0 + timedelta(hours=2)).astimezone(UTC)))
+
+    assert [run.id for run in store.runs()] == ["newest-too", "newest", "middle", "oldest"]
+
+
+def test_naive_created_at_is_taken_as_utc(store: SqlStore) -> None:
+    store.start_run(make_run(created_at=datetime(2025, 1, 2, 3, 4, 5)))
+
+    got = store.run("run-1")
+    assert got is not None
+    assert got.created_at == datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def test_finish_run_sets_finished_at_and_summary(store: SqlStore) -> None:
+    store.start_run(make_run())
+    summary = {"resolved": 3, "attempts": 4, "pass_at_1": 0.75, "by_task": {"task-a": [1, 0]}}
+    before = datetime.now(UTC)
+
+    store.finish_run("run-1", summary)
+
+    with store.engine.connect() as conn:
+        row = conn.execute(select(RunRow.finished_at, RunRow.summary)).one()
+    assert row.summary == summary
+    assert row.finished_at is not None
+    assert before - timedelta(seconds=5) <= row.finished_at <= datetime.now(UTC)
+
+
+def test_finish_run_of_an_unknown_run_is_an_error(store: SqlStore) -> None:
+    with pytest.raises(StoreError, match="no such run") as caught:
+        store.finish_run("nope", {})
+    assert_one_line(str(caught.value))
+
+
+# --- attempts -------------------------------------------------------------------------------
+
+
+def test_record_upserts_one_row_holding_the_latest_result(store: SqlStore) -> None:
+    store.start_run(make_run())
+    first = make_result()
+    latest = make_result(
+        status=Status.RESOLVED,
+        failure=None,
+        error=None,
+        tests={"tests/test_a.py::test_one": Outcome.PASSED},
+        usage=Usage(tokens_in=1, tokens_out=2, cost_usd=0.5),
+        trajectory=None,
+    )
+
+    store.record("run-1", first)
+    store.record("run-1", latest)
+
+    assert count_attempts(store) == 1
+    assert store.attempts("run-1") == [latest]
+    with store.engine.connect() as conn:
+        row = conn.execute(select(AttemptRow)).one()
+    assert (row.status, row.failure, row.error, row.resolved) == ("resolved", None, None, True)
+    assert row.tests == {"tests/test_a.py::test_one": "passed"}
+    assert (row.tokens_in, row.tokens_out, row.cost_usd, row.trajectory) == (1, 2, 0.5, None)
+
+
+def test_record_of_an_unknown_run_is_an_error(store: SqlStore) -> None:
+    with pytest.raises(StoreError, match="no such run") as caught:
+        store.record("nope", make_result())
+    assert_one_line(str(caught.value))
+    assert count_attempts(store) == 0
+
+
+def test_attempt_keys(store: SqlStore) -> None:
+    store.start_run(make_run("run-1"))
+    store.start_run(make_run("run-2"))
+    for task_id, epoch in [("task-a", 0), ("task-a", 1), ("repo#weird", 0)]:
+        store.record("run-1", make_result(task_id, epoch))
+    store.record("run-2", make_result("task-z", 3))
+
+    assert store.attempt_keys("run-1") == {"task-a#0", "task-a#1", "repo#weird#0"}
+    assert store.attempt_keys("run-2") == {"task-z#3"}
+    assert store.attempt_keys("no-such-run") == set()
+
+
+def test_attempts_round_trip_exactly(store: SqlStore) -> None:
+    store.start_run(make_run())
+    originals = [
+        make_result("task-b", 1),
+        make_result("task-b", 0, status=Status.RESOLVED, failure=None, error=None),
+        make_result(
+            "task-a",
+            0,
+            status=Status.ERROR,
+            failure=Failure.MODEL_API_ERROR,
+            error="HTTP 503 from endpoint",
+            tests={},
+            usage=Usage(),
+            started_at=datetime(2025, 1, 1, 0, 0, 0),  # naive stays naive in the JSON copy
+            finished_at=datetime(2025, 1, 1, 0, 0, 1),
+        ),
+        make_result("task-a", 1, started_at=T0.astimezone(UTC), wall_time_s=1e-9),
+    ]
+    for result in originals:
+        store.record("run-1", result)
+
+    got = store.attempts("run-1")
+
+    expected = sorted(originals, key=lambda result: (result.task_id, result.epoch))
+    assert got == expected
+    assert [result.model_dump() for result in got] == [r.model_dump() for r in expected]
+    assert got[2].usage.cost_usd == 0.1 + 0.2
+    assert store.attempts("no-such-run") == []
+
+
+def test_delete_attempts(store: SqlStore) -> None:
+    store.start_run(make_run())
+    for task_id, epoch in [("task-a", 0), ("task-a", 1), ("task-b", 0)]:
+        store.record("run-1", make_result(task_id, epoch))
+
+    store.delete_attempts("run-1", {"task-a#1", "task-b#0", "never-recorded#4"})
+    store.delete_attempts("run-1", set())
+
+    assert store.attempt_keys("run-1") == {"task-a#0"}
+    with pytest.raises(ValueError, match="not an attempt key"):
+        store.delete_attempts("run-1", {"no-epoch"})
+
+
+# --- several writers ------------------------------------------------------------------------
+
+
+def test_two_stores_on_one_database_both_write(db: Database) -> None:
+    one, two = db.open(), db.open()  # two engines, as two processes would have
+    run = make_run()
+    one.start_run(run)
+    two.start_run(run)
+    one.record("run-1", make_result("task-a", 0))
+    two.record("run-1", make_result("task-b", 0))
+    two.record("run-1", make_result("task-a", 0, turns=99))  # one's attempt, replaced by two
+
+    assert one.attempt_keys("run-1") == two.attempt_keys("run-1") == {"task-a#0", "task-b#0"}
+    assert [result.turns for result in one.attempts("run-1")] == [99, 9]
+
+
+def test_concurrent_writers_leave_one_row_per_attempt(db: Database) -> None:
+    stores = [db.open(), db.open()]
+    stores[0].start_run(make_run())
+    keys = [(f"task-{i % 10}", i % 3) for i in range(60)]  # overlapping keys, many repeats
+    errors: list[BaseException] = []
+
+    def write(store: SqlStore, offset: int) -> None:
+        try:
+            store.start_run(make_run())
+            for task_id, epoch in keys[offset:] + keys[:offset]:
+                store.record("run-1", make_result(task_id, epoch))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [
+        threading.Thread(target=write, args=(store, offset))
+        for store, offset in zip(stores * 2, [0, 7, 13, 29], strict=True)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert stores[1].attempt_keys("run-1") == {f"{task}#{epoch}" for task, epoch in keys}
+    assert count_attempts(stores[0]) == len(set(keys))
+
+
+def _open_and_write(url: str, connect_args: dict[str, Any] | None, start: Any, k: int) -> None:
+    """One writer process: open a brand-new database at the same time as the others, write."""
+    start.wait()
+    store = open_store(url, connect_args=connect_args)
+    try:
+        store.start_run(make_run())
+        for i in range(40):
+            store.record("run-1", make_result(f"task-{(i * 7 + k) % 20}", i % 2))
+    finally:
+        store.close()
+
+
+def test_processes_opening_a_new_database_at_once(db: Database) -> None:
+    context = multiprocessing.get_context("spawn")
+    start = context.Barrier(4)
+    workers = [
+        context.Process(target=_open_and_write, args=(db.url, db.connect_args, start, k))
+        for k in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+
+    assert [worker.exitcode for worker in workers] == [0, 0, 0, 0]
+    assert len(db.open().attempt_keys("run-1")) == 40
+
+
+# --- opening ----------------------------------------------------------------------------------
+
+
+def test_sqlite_folder_is_created_and_wal_is_on(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "lb.db"
+    store = open_store(f"sqlite:///{path}")
+    try:
+        store.start_run(make_run())
+        assert path.exists()
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
+    finally:
+        store.close()
+
+
+def test_reopening_keeps_the_data(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'lb.db'}"
+    first = open_store(url)
+    first.start_run(make_run())
+    first.record("run-1", make_result())
+    first.close()
+
+    second = open_store(url)
+    try:
+        assert second.attempts("run-1") == [make_result()]
+    finally:
+        second.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("nosuchdb://alice:s3cr3t-pw@db.example/leaderboard", "unknown database dialect"),
+        ("postgresql+psycopg://alice:s3cr3t-pw@127.0.0.1:1/leaderboard", "refused"),
+        ("sqlite:////proc/x/y.db", "cannot create folder"),
+        ("postgresql://alice:s3cr3t-pw@host:notaport/db", "not a valid database URL"),
+        ("mysql+nosuchdriver://alice:s3cr3t-pw@host/db", "unknown database dialect"),
+    ],
+)
+def test_open_failures_are_one_line_store_errors(url: str, says: str) -> None:
+    with pytest.raises(StoreError) as caught:
+        open_store(url)
+
+    message = str(caught.value)
+    assert_one_line(message)
+    assert message.startswith("cannot open database '")
+    assert says in message
+    assert "s3cr3t-pw" not in message
+    if "alice" in url:
+        assert "alice:***@" in message
+
+
+def test_a_missing_driver_is_a_one_line_store_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_psycopg(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "psycopg" or name.startswith("psycopg."):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_psycopg)
+    with pytest.raises(StoreError, match="driver not installed") as caught:
+        open_store("postgresql+psycopg://alice:s3cr3t-pw@127.0.0.1/db")
+    assert_one_line(str(caught.value))
+    assert "s3cr3t-pw" not in str(caught.value)
