@@ -32,7 +32,7 @@ from leaderboard import StoreError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate tasks.")
 app.add_typer(tasks_app, name="tasks")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 140)
 errors = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2

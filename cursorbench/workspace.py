@@ -233,7 +233,8 @@ def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
         start > 0 and end < len(lines) and not lines[start - 1].strip() and not lines[end].strip()
     ):
         end += 1  # also drop the blank lines that separated it from what follows
-    return "".join(lines[:start] + lines[end:])
+    kept = "".join(lines[:start] + lines[end:])
+    return kept.rstrip() + "\n" if end >= len(lines) else kept  # no blank tail at the end
 
 
 def _find(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast.AST | None:

@@ -206,7 +206,8 @@ def _retry_after(error: Exception) -> float | None:
 
 def _describe(error: Exception, retries: int) -> str:
     status = getattr(error, "status_code", None)
-    detail = str(getattr(error, "message", None) or error).strip().splitlines()
+    text = str(getattr(error, "message", None) or error).strip()
+    detail = re.sub(r"^Error code: \d+ - ", "", text).splitlines()
     what = f"HTTP {status}" if status else type(error).__name__
     after = f" after {retries} retries" if retries else ""
     return f"{what}{after}: {detail[0][:200] if detail else 'no detail'}"

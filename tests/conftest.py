@@ -1,0 +1,49 @@
+"""Shared fixtures: an isolated CursorBench home per test, endpoints served over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursorbench.runs import RunRequest, start_run
+from harness.openai_server import OpenAIServer, Responder
+from harness.runner import RunOutcome
+
+
+@pytest.fixture(autouse=True)
+def cursorbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Caches, prepared workspaces and the default database live under tmp_path."""
+    home = tmp_path / "cursorbench-home"
+    monkeypatch.setenv("CURSORBENCH_HOME", str(home))
+    monkeypatch.setenv("CURSORBENCH_DB", f"sqlite:///{home / 'leaderboard.sqlite'}")
+    return home
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Responder], str]]:
+    """Starts a responder on loopback; returns its base URL. Stopped after the test."""
+    with ExitStack() as stack:
+
+        def start(responder: Responder) -> str:
+            return stack.enter_context(OpenAIServer(responder)).base_url
+
+        yield start
+
+
+@pytest.fixture
+def run_benchmark(tmp_path: Path) -> Callable[..., RunOutcome]:
+    """Runs the real runner in-process (as `cursorbench run` does) and returns its outcome."""
+
+    def run(**options: Any) -> RunOutcome:
+        options.setdefault("out", tmp_path / "run")
+        options.setdefault("retry_backoff_s", 0.0)
+        options.setdefault("max_retries", 1)
+        with ExitStack() as stack:
+            runner = start_run(RunRequest(**options), stack)
+            return runner.execute()
+
+    return run

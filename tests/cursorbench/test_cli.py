@@ -1,0 +1,200 @@
+"""The `cursorbench` command end to end, as a user runs it: a real process, real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from harness.doubles import DoneOnlyDouble, FailingDouble, ScriptedDouble
+from harness.openai_server import Reply
+
+CLI = [sys.executable, "-m", "cursorbench.cli"]
+
+
+def cursorbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
+    )
+
+
+def attempt_lines(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+
+
+def db_rows(url: str) -> list[tuple[str, int]]:
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        rows = connection.execute(text("select task_id, epoch from attempts")).all()
+    engine.dispose()
+    return sorted((row[0], row[1]) for row in rows)
+
+
+@pytest.mark.slow
+def test_reference_solver_resolves_every_bundled_task(tmp_path: Path) -> None:
+    out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    done = cursorbench("run", "--out", str(out), "--db", db)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["attempts"] == summary["resolved"] >= 6
+    assert summary["resolved_rate"] == 1.0 and summary["errors"] == 0
+    assert "reference-solver" in done.stdout and "100%" in done.stdout
+    lines = attempt_lines(out)
+    assert len(lines) == summary["attempts"]
+    assert len(list((out / "trajectories").glob("*.jsonl"))) == summary["attempts"]
+    assert len(db_rows(db)) == summary["attempts"]
+
+
+def test_an_endpoint_that_only_says_done_scores_zero(tmp_path: Path, serve) -> None:
+    url = serve(DoneOnlyDouble())
+    out = tmp_path / "run"
+    done = cursorbench(
+        "run", "--base-url", url, "--model", "done-only-double",
+        "--tasks", "textkit-*", "--tasks", "minicalc-*", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["attempts"] == 4 and summary["resolved"] == 0
+    assert summary["failures"] == {"empty_diff": 4}
+
+
+def test_an_endpoint_answering_500_ends_in_errors_not_failures(tmp_path: Path, serve) -> None:
+    url = serve(FailingDouble(500))
+    out = tmp_path / "run"
+    done = cursorbench(
+        "run", "--base-url", url, "--model", "failing-double", "--tasks", "textkit-*",
+        "--max-retries", "2", "--retry-backoff", "0", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert "Traceback" not in done.stderr + done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["errors"] == summary["attempts"] == 2
+    assert summary["failed"] == 0 and summary["failures"] == {"model_api_error": 2}
+    assert all("HTTP 500 after 2 retries" in line["error"] for line in attempt_lines(out))
+
+
+def test_rerunning_resumes_without_repeating(tmp_path: Path, serve) -> None:
+    url = serve(DoneOnlyDouble())
+    out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    args = ["run", "--base-url", url, "--model", "done-only-double", "--tasks", "textkit-*",
+            "--out", str(out), "--db", db]  # fmt: skip
+    assert cursorbench(*args).returncode == 0
+    first = attempt_lines(out)
+    again = cursorbench(*args)
+    assert again.returncode == 0
+    assert attempt_lines(out) == first
+    assert db_rows(db) == [("textkit-case-styles", 0), ("textkit-slugify", 0)]
+    assert "textkit-slugify" in again.stdout
+
+
+def test_resuming_with_another_configuration_is_refused(tmp_path: Path, serve) -> None:
+    url = serve(DoneOnlyDouble())
+    out = tmp_path / "run"
+    base = ["run", "--base-url", url, "--model", "done-only-double", "--out", str(out)]
+    assert cursorbench(*base, "--tasks", "textkit-slugify").returncode == 0
+    refused = cursorbench(*base, "--tasks", "textkit-slugify", "--epochs", "2")
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1
+    assert "epochs: 1 -> 2" in refused.stderr
+    assert len(attempt_lines(out)) == 1
+
+
+class SlowDouble(ScriptedDouble):
+    """Runs a short command each turn, slowly, so a run can be interrupted midway."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__([Reply(tool_calls=[("run", {"command": "true"})])] * 3)
+        self.delay = delay
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        time.sleep(self.delay)
+        return super().respond(request)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_an_interrupted_run_finishes_the_rest_when_started_again(
+    tmp_path: Path, serve, how: signal.Signals
+) -> None:
+    url = serve(SlowDouble(delay=0.15))
+    out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    args = ["run", "--base-url", url, "--model", "scripted-double", "--epochs", "3",
+            "--concurrency", "2", "--out", str(out), "--db", db]  # fmt: skip
+    process = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        jsonl = out / "attempts.jsonl"
+        if jsonl.exists() and len(jsonl.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    process.send_signal(how)
+    _, stderr = process.communicate(timeout=60)
+    total = json.loads((out / "run.json").read_text())["config"]["epochs"] * len(
+        json.loads((out / "run.json").read_text())["config"]["tasks"]
+    )
+    partial = attempt_lines(out)
+    assert 3 <= len(partial) < total, "the interrupt came too late to test anything"
+    if how is signal.SIGINT:
+        assert process.returncode == 130
+        assert b"resume" in stderr and b"Traceback" not in stderr
+    finished = cursorbench(*args)
+    assert finished.returncode == 0, finished.stderr
+    lines = attempt_lines(out)
+    keys = [(line["task_id"], line["epoch"]) for line in lines]
+    assert len(keys) == len(set(keys)) == total
+    assert lines[: len(partial)] == partial  # nothing already written was redone
+    assert db_rows(db) == sorted(keys)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--base-url", "http://127.0.0.1:9"], "--base-url needs --model"),
+        (["--model", "gpt-4o"], "--model needs --base-url"),
+        (["--tasks", "no-such-task"], "no task matches 'no-such-task'"),
+        (["--db", "nosuchdialect://x"], "cannot open database"),
+        (["--sandbox", "firecracker"], "unknown sandbox backend"),
+    ],
+)
+def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    done = cursorbench("run", "--out", str(tmp_path / "run"), *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_a_malformed_task_file_names_the_file_and_field(tmp_path: Path) -> None:
+    task = tmp_path / "broken.yaml"
+    task.write_text("id: broken\nsuite_version: '1'\ncategory: new_feature\nprompt: hi\n")
+    done = cursorbench("run", "--tasks", str(task), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {task}: source: Field required")
+    assert done.stderr.count("\n") == 1
+
+
+def test_show_prints_a_finished_run(tmp_path: Path, serve) -> None:
+    url = serve(DoneOnlyDouble())
+    out = tmp_path / "run"
+    args = ["--base-url", url, "--model", "done-only-double", "--tasks", "textkit-slugify"]
+    assert cursorbench("run", *args, "--out", str(out)).returncode == 0
+    shown = cursorbench("show", str(out))
+    assert shown.returncode == 0
+    assert "textkit-slugify" in shown.stdout and "empty_diff" in shown.stdout
+    missing = cursorbench("show", str(tmp_path / "nothing"))
+    assert missing.returncode == 2 and "not a run folder" in missing.stderr
+
+
+def test_tasks_list_and_show() -> None:
+    listed = cursorbench("tasks", "list")
+    assert listed.returncode == 0 and "textkit-slugify" in listed.stdout
+    shown = cursorbench("tasks", "show", "textkit-slugify")
+    assert shown.returncode == 0
+    assert json.loads(shown.stdout)["id"] == "textkit-slugify"
