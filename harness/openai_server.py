@@ -88,6 +88,7 @@ def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as two writes
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet

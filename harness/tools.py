@@ -8,6 +8,7 @@ result, so a confused model gets a chance to correct itself. `finish` raises
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from collections.abc import Callable
@@ -195,6 +196,7 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+@functools.cache
 def tool_schemas() -> list[dict[str, Any]]:
     return [tool.schema() for tool in TOOLS.values()]
 

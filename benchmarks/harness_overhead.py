@@ -1,0 +1,154 @@
+"""Harness overhead: time per agent step, and workspace preparation per attempt.
+
+Run:  .venv/bin/python benchmarks/harness_overhead.py [--steps 300] [--write]
+
+Per agent step, against a zero-latency scripted endpoint served over real
+HTTP (the official `openai` client on the other side):
+  - `read_file` steps: no subprocess at all, so the time is all harness:
+    request building, HTTP, response parsing, tool dispatch, trajectory write.
+  - `run true` steps: the same plus one sandboxed command; the command's own
+    time (measured alone: spawn, confinement, run, reap) is subtracted and
+    reported apart.
+Per attempt: building a task (cold, then cached), opening a sandbox (copying
+the prepared workspace and snapshotting its git baseline), and grading.
+`--write` appends the figures to benchmarks/RESULTS.md with date and machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cursorbench.loader import bundled_suite, load_tasks
+from cursorbench.workspace import build
+from harness.agent import run_agent
+from harness.doubles import ScriptedDouble
+from harness.grading import grade
+from harness.model import OpenAIChatModel
+from harness.openai_server import OpenAIServer, Reply
+from harness.sandbox import Confinement, LocalSandbox, choose_backend
+from harness.spec import Limits
+from harness.trajectory import Trajectory, read_trajectory
+
+
+def agent_steps(tool: str, arguments: dict, steps: int, workspace: Path, scratch: Path) -> float:
+    """Seconds per agent step for `steps` identical tool calls, all included."""
+    script = ScriptedDouble([Reply(tool_calls=[(tool, arguments)])] * steps)
+    confinement = Confinement(backend=choose_backend("auto"))
+    with OpenAIServer(script) as server:
+        model = OpenAIChatModel(
+            name="scripted-double", base_url=server.base_url, api_key="x", price=None
+        )
+        sandbox = LocalSandbox(scratch / tool, workspace, confinement)
+        limits = Limits(max_turns=steps + 2, max_tokens=10**10, wall_time_s=3600)
+        with Trajectory(scratch / f"{tool}.jsonl", {"task_id": "bench"}) as trajectory:
+            started = time.perf_counter()
+            outcome = run_agent(model, sandbox, "benchmark", limits, trajectory)
+            elapsed = time.perf_counter() - started
+        sandbox.close()
+    records = read_trajectory(scratch / f"{tool}.jsonl")
+    assert outcome.turns == steps + 1, outcome
+    assert sum(r["type"] == "tool" for r in records) == steps + 1
+    return elapsed / outcome.turns
+
+
+def command_time(command: str, repeats: int, workspace: Path, scratch: Path) -> float:
+    """Seconds for one sandboxed command on its own (spawn, confinement, run, reap)."""
+    sandbox = LocalSandbox(scratch / "commands", workspace, Confinement(choose_backend("auto")))
+    started = time.perf_counter()
+    for _ in range(repeats):
+        sandbox.run(command, timeout=30)
+    elapsed = time.perf_counter() - started
+    sandbox.close()
+    return elapsed / repeats
+
+
+def preparation(repeats: int, scratch: Path) -> dict:
+    tasks = load_tasks([bundled_suite()])
+    cold = []
+    for task in tasks:
+        started = time.perf_counter()
+        build(task)
+        cold.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    built = [build(task) for task in tasks]
+    cached = (time.perf_counter() - started) / len(tasks)
+    confinement = Confinement(backend=choose_backend("auto"))
+    opening, grading = [], []
+    for index in range(repeats):
+        for task in built:
+            started = time.perf_counter()
+            sandbox = LocalSandbox(scratch / f"open-{index}", task.workspace, confinement)
+            opening.append(time.perf_counter() - started)
+            sandbox.close()
+        started = time.perf_counter()
+        task = built[index % len(built)]
+        grade(task.prepared(), task.reference_patch, scratch / "grade", confinement)
+        grading.append(time.perf_counter() - started)
+    return {
+        "build_cold_ms": 1000 * statistics.median(cold),
+        "build_cached_ms": 1000 * cached,
+        "open_sandbox_ms": 1000 * statistics.median(opening),
+        "grade_ms": 1000 * statistics.median(grading),
+        "workspace_files": statistics.median(
+            sum(1 for p in t.workspace.rglob("*") if p.is_file()) for t in built
+        ),
+    }
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--write", action="store_true", help="append to benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder)
+        os.environ.setdefault("CURSORBENCH_HOME", str(scratch / "home"))
+        workspace = build(load_tasks([bundled_suite()])[0]).workspace
+        read = agent_steps("read_file", {"path": "README.md"}, args.steps, workspace, scratch)
+        run = agent_steps("run", {"command": "true"}, args.steps // 3, workspace, scratch)
+        command = command_time("true", args.steps // 3, workspace, scratch)
+        prep = preparation(args.repeats, scratch)
+    backend = choose_backend("auto")
+    lines = [
+        f"## harness_overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"- machine: {machine()}; sandbox: {backend}",
+        f"- command: `.venv/bin/python benchmarks/harness_overhead.py --steps {args.steps}"
+        f" --repeats {args.repeats}`",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        f"| harness time per agent step, `read_file` (no subprocess) | {1000 * read:.2f} ms |",
+        f"| harness time per agent step, `run true` (command time excluded) | "
+        f"{1000 * (run - command):.2f} ms |",
+        f"| one sandboxed command `true` on its own ({backend}) | {1000 * command:.2f} ms |",
+        f"| task build, cold (median of bundled tasks) | {prep['build_cold_ms']:.1f} ms |",
+        f"| task build, cached | {prep['build_cached_ms']:.2f} ms |",
+        f"| workspace preparation per attempt (copy + git baseline, "
+        f"{prep['workspace_files']:.0f} files) | {prep['open_sandbox_ms']:.1f} ms |",
+        f"| clean-state grading per attempt (copy, patch, restore, pytest) | "
+        f"{prep['grade_ms']:.0f} ms |",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        results = Path(__file__).parent / "RESULTS.md"
+        existing = results.read_text() if results.exists() else "# Benchmark results\n\n"
+        results.write_text(existing.rstrip("\n") + "\n\n" + text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Task files: valid ones load, malformed ones fail with one line naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cursorbench.loader import TaskFileError, bundled_suite, load_task, load_tasks, select_tasks
+from cursorbench.task import Category, FolderSource, PackageSource
+
+BUNDLED = bundled_suite() / "tasks" / "textkit-slugify.yaml"
+
+
+def write_variant(tmp_path: Path, change: dict, drop: tuple[str, ...] = ()) -> Path:
+    data = yaml.safe_load(BUNDLED.read_text()) | change
+    for key in drop:
+        data.pop(key)
+    data["source"] = {"kind": "folder", "path": str(BUNDLED.parent / "../repos/textkit")}
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_bundled_suite_loads_with_real_types() -> None:
+    tasks = load_tasks([bundled_suite()])
+    assert len(tasks) >= 6
+    slugify = next(task for task in tasks if task.id == "textkit-slugify")
+    assert slugify.category is Category.NEW_FEATURE
+    assert isinstance(slugify.source, FolderSource)
+    assert slugify.source_dir().is_dir()
+    assert all(isinstance(test, str) for test in slugify.verification.fail_to_pass)
+    assert slugify.path == BUNDLED.resolve()
+
+
+@pytest.mark.parametrize(
+    ("change", "drop", "expected"),
+    [
+        ({}, ("prompt",), "prompt: Field required"),
+        ({"category": "vibes"}, (), "category: Input should be"),
+        ({"id": "Has Spaces"}, (), "id: String should match pattern"),
+        ({"verification": {"fail_to_pass": []}}, (), "verification.fail_to_pass: List should have"),
+        ({"limits": {"max_turns": 0}}, (), "limits.max_turns: Input should be greater"),
+        ({"surprise": 1}, (), "surprise: Extra inputs are not permitted"),
+        (
+            {"mutation": {"operations": [{"op": "explode", "file": "x"}]}},
+            (),
+            "mutation.operations.0",
+        ),
+    ],
+)
+def test_malformed_fields_are_named_in_one_line(
+    tmp_path: Path, change: dict, drop: tuple[str, ...], expected: str
+) -> None:
+    path = write_variant(tmp_path, change, drop)
+    with pytest.raises(TaskFileError) as error:
+        load_task(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: ")
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_broken_yaml_and_wrong_shapes(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("id: [unclosed\n")
+    with pytest.raises(TaskFileError, match=r"broken.yaml: not valid YAML"):
+        load_task(broken)
+    listing = tmp_path / "list.yaml"
+    listing.write_text("- a\n- b\n")
+    with pytest.raises(TaskFileError, match="expected a mapping"):
+        load_task(listing)
+    with pytest.raises(TaskFileError, match="no such task file or folder"):
+        load_tasks([tmp_path / "missing"])
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    first = write_variant(tmp_path, {})
+    (tmp_path / "copy.yaml").write_text(first.read_text())
+    with pytest.raises(TaskFileError, match="also in"):
+        load_tasks([tmp_path])
+
+
+def test_selection_by_glob_and_unknown_ids() -> None:
+    tasks = load_tasks([bundled_suite()])
+    picked = select_tasks(tasks, ["textkit-*"])
+    assert {task.id for task in picked} == {"textkit-slugify", "textkit-case-styles"}
+    assert select_tasks(tasks, []) == tasks
+    with pytest.raises(TaskFileError, match="no task matches 'nope'"):
+        select_tasks(tasks, ["nope"])
+
+
+def test_package_sources_are_part_of_the_format(tmp_path: Path) -> None:
+    source = {"kind": "package", "name": "humanize", "version": "4.9.0", "sha256": "ab" * 32}
+    path = write_variant(tmp_path, {})
+    data = yaml.safe_load(path.read_text()) | {"source": source}
+    path.write_text(yaml.safe_dump(data))
+    assert isinstance(load_task(path).source, PackageSource)

@@ -1,0 +1,163 @@
+"""run_process: exit codes, timeouts and output limits that kill whole process groups."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.sandbox.process import Completed, run_process
+
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (an unreaped corpse is dead)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_dead(pids: list[int], within_s: float = 2.0) -> list[int]:
+    """The pids still alive after `within_s` seconds."""
+    deadline = time.monotonic() + within_s
+    while True:
+        living = [pid for pid in pids if alive(pid)]
+        if not living or time.monotonic() > deadline:
+            return living
+        time.sleep(0.02)
+
+
+def kill_quietly(pids: list[int]) -> None:
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def bash(command: str, cwd: Path, timeout: float = 10.0, **options: int) -> Completed:
+    return run_process(["bash", "-c", command], cwd=cwd, env=ENV, timeout=timeout, **options)
+
+
+@pytest.mark.parametrize("code", [0, 1, 3, 42])
+def test_exit_code_is_reported(tmp_path: Path, code: int) -> None:
+    done = bash(f"echo out; echo err >&2; exit {code}", tmp_path)
+    assert done.exit_code == code
+    assert done.ok is (code == 0)
+    assert done.output == "out\nerr\n"
+    assert not done.timed_out
+    assert not done.output_limit_hit
+    assert done.omitted_bytes == 0
+
+
+def test_runs_in_cwd_with_only_the_given_environment(tmp_path: Path) -> None:
+    done = run_process(
+        ["bash", "-c", "pwd; echo ${SECRET:-unset}; echo $ONLY"],
+        cwd=tmp_path,
+        env={**ENV, "ONLY": "given"},
+        timeout=10,
+    )
+    assert done.output.splitlines() == [str(tmp_path), "unset", "given"]
+
+
+def test_stdin_is_closed(tmp_path: Path) -> None:
+    done = bash("cat; echo after", tmp_path, timeout=5)
+    assert done.exit_code == 0
+    assert done.output == "after\n"
+    assert done.duration_s < 2
+
+
+def test_killed_by_signal_reports_negative_code(tmp_path: Path) -> None:
+    done = bash("kill -TERM $$", tmp_path)
+    assert done.exit_code == -signal.SIGTERM
+    assert not done.timed_out
+
+
+def test_timeout_kills_the_whole_group_including_background_children(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    done = bash(
+        f"sleep 100 & echo $! >> {pids}; sleep 100 & echo $! >> {pids}; wait",
+        tmp_path,
+        timeout=0.5,
+    )
+    elapsed = time.monotonic() - started
+    children = [int(line) for line in pids.read_text().split()]
+    try:
+        assert done.timed_out
+        assert done.exit_code is None
+        assert not done.ok
+        assert 0.4 < elapsed < 3
+        assert len(children) == 2
+        assert wait_dead(children) == []
+    finally:
+        kill_quietly(children)
+
+
+def test_background_children_die_when_the_command_exits(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    done = bash(f"sleep 100 >/dev/null 2>&1 & echo $! > {pids}; echo parent done", tmp_path)
+    children = [int(pids.read_text())]
+    try:
+        assert done.exit_code == 0
+        assert done.output == "parent done\n"
+        assert wait_dead(children) == []
+    finally:
+        kill_quietly(children)
+
+
+def test_endless_output_is_killed_by_the_output_limit(tmp_path: Path) -> None:
+    started = time.monotonic()
+    done = bash("yes", tmp_path, timeout=20, keep_bytes=64, max_output_bytes=100_000)
+    assert time.monotonic() - started < 5
+    assert done.output_limit_hit
+    assert not done.timed_out
+    assert done.exit_code is None
+    assert done.omitted_bytes > 100_000 - 128
+    head, marker, tail = done.output.partition(f"\n[... {done.omitted_bytes} bytes of output")
+    assert marker, done.output[:300]
+    assert head == "y\n" * 32  # the first 64 bytes, untouched
+    assert tail.endswith(" omitted ...]\n" + "y\n" * 32)  # and the last 64
+
+
+def test_long_but_bounded_output_keeps_head_and_tail(tmp_path: Path) -> None:
+    done = bash("seq 1 10000", tmp_path, keep_bytes=20)
+    total = len("".join(f"{n}\n" for n in range(1, 10001)))
+    assert done.exit_code == 0
+    assert not done.output_limit_hit
+    assert done.omitted_bytes == total - 40
+    head = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10"  # the first 20 bytes
+    tail = "997\n9998\n9999\n10000\n"  # the last 20 bytes
+    assert done.output == f"{head}\n[... {total - 40} bytes of output omitted ...]\n{tail}"
+
+
+def test_short_output_has_no_marker(tmp_path: Path) -> None:
+    done = bash("printf 'abc'", tmp_path, keep_bytes=2)
+    assert done.omitted_bytes == 0
+    assert done.output == "abc"
+
+
+def test_daemon_holding_stdout_does_not_hang_the_call(tmp_path: Path) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    started = time.monotonic()
+    done = bash(f"setsid sleep 60 & echo $! > {pid_file}; echo launched", tmp_path, timeout=30)
+    elapsed = time.monotonic() - started
+    daemon = int(pid_file.read_text())
+    try:
+        assert elapsed < 2.5
+        assert done.exit_code == 0
+        assert not done.timed_out
+        assert done.output == "launched\n"
+    finally:
+        kill_quietly([daemon])
+    assert wait_dead([daemon]) == []
+
+
+def test_invalid_utf8_is_replaced_not_fatal(tmp_path: Path) -> None:
+    done = bash(r"printf 'ok \xff\xfe end'", tmp_path)
+    assert done.exit_code == 0
+    assert done.output == "ok \ufffd\ufffd end"
