@@ -468,8 +468,8 @@ def test_original_source_is_not_readable(run_benchmark, serve, cursorbench_home:
     assert "search-done" in search and "timed out" not in search, search
     outside = [hit for hit in hits(search) if not hit.startswith(attempted.workspace + "/")]
     assert outside == [], f"the answer is readable from the sandbox: {outside}"
-    assert "No such file" in cat and "def unique_slug" not in cat, cat
-    assert "workspace" not in listing and "hidden" not in listing, listing
+    assert "No such file" in cat and "rc=1" in cat and ANSWER_MARKERS[0] not in cat, cat
+    assert "No such file" in listing and "rc=2" in listing, listing
     assert_not_fooled(attempted)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,45 +18,12 @@ from harness.model import (
     RetryPolicy,
     ToolCall,
 )
-from harness.openai_server import OpenAIServer, RawReply, Reply, Responder, error_reply
+from harness.openai_server import RawReply, Reply, error_reply
 from harness.pricing import Price
 
 Serve = Callable[[Any], str]
 MESSAGES = [{"role": "user", "content": "fix the bug"}]
 FAST = RetryPolicy(max_retries=2, backoff_s=0.0)
-
-
-class Switch:
-    """Forwards to whichever responder the current test installed."""
-
-    def __init__(self) -> None:
-        self.target: Responder = JunkDouble()
-
-    @property
-    def models(self) -> list[str]:
-        return self.target.models
-
-    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
-        return self.target.respond(request)
-
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[tuple[Switch, str]]:
-    switch = Switch()
-    with OpenAIServer(switch) as server:
-        yield switch, server.base_url
-
-
-@pytest.fixture
-def serve(endpoint: tuple[Switch, str]) -> Callable[[Responder], str]:
-    """Like the shared `serve`, over one real server per module (each stop costs 0.5 s)."""
-    switch, base_url = endpoint
-
-    def start(responder: Responder) -> str:
-        switch.target = responder
-        return base_url
-
-    return start
 
 
 def completion(
@@ -98,11 +65,11 @@ def model_for(
     )
 
 
-def test_text_reply_with_usage_and_cost(serve: Serve) -> None:
+def test_text_reply_with_usage_and_cost(serve_fast: Serve) -> None:
     responder = Sequence(
         completion({"content": "hello"}, {"prompt_tokens": 1000, "completion_tokens": 500})
     )
-    model = model_for(serve(responder), price=Price(input=1.0, output=2.0))
+    model = model_for(serve_fast(responder), price=Price(input=1.0, output=2.0))
     reply = model.complete(MESSAGES, [], timeout=10)
     assert reply.content == "hello"
     assert reply.tool_calls == []
@@ -116,18 +83,18 @@ def test_text_reply_with_usage_and_cost(serve: Serve) -> None:
     assert 0 < reply.usage.model_latency_s < 5
 
 
-def test_no_price_means_no_cost(serve: Serve) -> None:
+def test_no_price_means_no_cost(serve_fast: Serve) -> None:
     responder = Sequence(
         completion({"content": "x"}, {"prompt_tokens": 10, "completion_tokens": 5})
     )
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert reply.usage.cost_usd == 0.0
     assert reply.usage.tokens == 15
 
 
-def test_missing_usage_is_estimated_and_flagged(serve: Serve) -> None:
+def test_missing_usage_is_estimated_and_flagged(serve_fast: Serve) -> None:
     responder = Sequence(completion({"content": "abcdefgh"}))
-    reply = model_for(serve(responder), price=Price(input=1.0, output=1.0)).complete(
+    reply = model_for(serve_fast(responder), price=Price(input=1.0, output=1.0)).complete(
         MESSAGES, [], timeout=10
     )
     assert reply.usage.estimated_calls == 1
@@ -136,10 +103,10 @@ def test_missing_usage_is_estimated_and_flagged(serve: Serve) -> None:
     assert reply.usage.cost_usd == pytest.approx((reply.usage.tokens_in + 2) / 1_000_000)
 
 
-def test_request_carries_model_messages_tools_and_temperature(serve: Serve) -> None:
+def test_request_carries_model_messages_tools_and_temperature(serve_fast: Serve) -> None:
     responder = Sequence(Reply(content="ok"))
     tools = [{"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}]
-    model_for(serve(responder), temperature=0.25).complete(MESSAGES, tools, timeout=10)
+    model_for(serve_fast(responder), temperature=0.25).complete(MESSAGES, tools, timeout=10)
     (request,) = responder.requests
     assert request["model"] == "seq-model"
     assert request["messages"] == MESSAGES
@@ -147,11 +114,11 @@ def test_request_carries_model_messages_tools_and_temperature(serve: Serve) -> N
     assert request["temperature"] == 0.25
 
 
-def test_tool_calls_are_parsed(serve: Serve) -> None:
+def test_tool_calls_are_parsed(serve_fast: Serve) -> None:
     responder = Sequence(
         Reply(tool_calls=[("read_file", {"path": "a.py"}), ("run", {"command": "ls"})])
     )
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert [(call.name, json.loads(call.arguments)) for call in reply.tool_calls] == [
         ("read_file", {"path": "a.py"}),
         ("run", {"command": "ls"}),
@@ -160,18 +127,18 @@ def test_tool_calls_are_parsed(serve: Serve) -> None:
     assert reply.finish_reason == "tool_calls"
 
 
-def test_malformed_tool_call_arguments_pass_through_raw(serve: Serve) -> None:
+def test_malformed_tool_call_arguments_pass_through_raw(serve_fast: Serve) -> None:
     responder = Sequence(Reply(tool_calls=[("write_file", "{not json")]))
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert [(call.name, call.arguments) for call in reply.tool_calls] == [
         ("write_file", "{not json")
     ]
 
 
-def test_tool_call_without_id_gets_one(serve: Serve) -> None:
+def test_tool_call_without_id_gets_one(serve_fast: Serve) -> None:
     call = {"id": None, "type": "function", "function": {"name": "finish", "arguments": "{}"}}
     responder = Sequence(completion({"content": None, "tool_calls": [call]}))
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert reply.tool_calls == [ToolCall(id="call_0", name="finish", arguments="{}")]
 
 
@@ -187,17 +154,17 @@ def test_reply_round_trips_as_an_assistant_message() -> None:
     assert ModelReply(content="hi").as_message() == {"role": "assistant", "content": "hi"}
 
 
-def test_retries_on_500_then_succeeds(serve: Serve) -> None:
+def test_retries_on_500_then_succeeds(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(500, "boom"), error_reply(503, "busy"), Reply(content="ok"))
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert reply.content == "ok"
     assert reply.usage.retries == 2
     assert len(responder.requests) == 3
 
 
-def test_persistent_500_becomes_a_one_line_model_api_error(serve: Serve) -> None:
+def test_persistent_500_becomes_a_one_line_model_api_error(serve_fast: Serve) -> None:
     double = FailingDouble(500)
-    base_url = serve(double)
+    base_url = serve_fast(double)
     model = OpenAIChatModel(
         name="failing-double", base_url=base_url, api_key="k", price=None, retry=FAST
     )
@@ -209,49 +176,49 @@ def test_persistent_500_becomes_a_one_line_model_api_error(serve: Serve) -> None
     assert "the double always fails" in message
 
 
-def test_429_is_retried_then_succeeds(serve: Serve) -> None:
+def test_429_is_retried_then_succeeds(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(429, "slow down"), Reply(content="finally"))
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert reply.content == "finally"
     assert reply.usage.retries == 1
     assert len(responder.requests) == 2
 
 
-def test_no_retries_when_the_policy_allows_none(serve: Serve) -> None:
+def test_no_retries_when_the_policy_allows_none(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(500, "boom"), Reply(content="never reached"))
     with pytest.raises(ModelAPIError, match=r"^HTTP 500: "):
-        model_for(serve(responder), retry=RetryPolicy(max_retries=0)).complete(
+        model_for(serve_fast(responder), retry=RetryPolicy(max_retries=0)).complete(
             MESSAGES, [], timeout=10
         )
     assert len(responder.requests) == 1
 
 
-def test_401_is_not_retried(serve: Serve) -> None:
+def test_401_is_not_retried(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(401, "invalid api key"), Reply(content="never reached"))
     with pytest.raises(ModelAPIError) as caught:
-        model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert str(caught.value).startswith("HTTP 401: ")
     assert "invalid api key" in str(caught.value)
     assert len(responder.requests) == 1
 
 
-def test_context_overflow_is_its_own_error(serve: Serve) -> None:
+def test_context_overflow_is_its_own_error(serve_fast: Serve) -> None:
     text = "This model's maximum context length is 8192 tokens, your messages resulted in 9000"
     responder = Sequence(error_reply(400, text))
     with pytest.raises(ContextOverflow, match="maximum context length is 8192"):
-        model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert len(responder.requests) == 1
 
 
-def test_other_400_is_a_model_api_error(serve: Serve) -> None:
+def test_other_400_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(400, "unsupported parameter: tools"))
     with pytest.raises(ModelAPIError, match=r"^HTTP 400: .*unsupported parameter"):
-        model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert len(responder.requests) == 1
 
 
-def test_junk_double_without_choices_is_retried_then_fails(serve: Serve) -> None:
-    base_url = serve(JunkDouble())
+def test_junk_double_without_choices_is_retried_then_fails(serve_fast: Serve) -> None:
+    base_url = serve_fast(JunkDouble())
     model = OpenAIChatModel(
         name="junk-double", base_url=base_url, api_key="k", price=None, retry=FAST
     )
@@ -260,16 +227,16 @@ def test_junk_double_without_choices_is_retried_then_fails(serve: Serve) -> None
     assert "after 2 retries" in str(caught.value)
 
 
-def test_non_json_text_body_is_a_model_api_error(serve: Serve) -> None:
+def test_non_json_text_body_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(RawReply(200, b"not json", "text/plain"))
     with pytest.raises(ModelAPIError):
-        model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert len(responder.requests) == 3
 
 
-def test_junk_then_good_reply_recovers(serve: Serve) -> None:
+def test_junk_then_good_reply_recovers(serve_fast: Serve) -> None:
     responder = Sequence(RawReply(200, b'{"choices": [{"index": 0}]}'), Reply(content="ok"))
-    reply = model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
     assert reply.content == "ok"
     assert reply.usage.retries == 1
 
@@ -279,10 +246,10 @@ def test_junk_then_good_reply_recovers(serve: Serve) -> None:
     reason="BUG: a 200 reply labelled application/json whose body is not JSON raises "
     "json.JSONDecodeError out of complete() instead of being retried as junk",
 )
-def test_non_json_body_labelled_json_is_a_model_api_error(serve: Serve) -> None:
+def test_non_json_body_labelled_json_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(RawReply(200, b"<html>bad gateway</html>"))
     with pytest.raises(ModelAPIError):
-        model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
 
 
 @pytest.mark.xfail(
@@ -303,13 +270,13 @@ def test_non_json_body_labelled_json_is_a_model_api_error(serve: Serve) -> None:
     ],
     ids=["numeric-content", "object-arguments"],
 )
-def test_wrongly_typed_choice_is_a_model_api_error(serve: Serve, message: dict) -> None:
+def test_wrongly_typed_choice_is_a_model_api_error(serve_fast: Serve, message: dict) -> None:
     responder = Sequence(completion(message))
     with pytest.raises(ModelAPIError):
-        model_for(serve(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
 
 
-def test_unreachable_endpoint_is_a_model_api_error(serve: Serve) -> None:
+def test_unreachable_endpoint_is_a_model_api_error(serve_fast: Serve) -> None:
     import socket
 
     with socket.socket() as probe:

@@ -1,0 +1,49 @@
+"""Fixtures for the harness tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from harness.doubles import DoneOnlyDouble
+from harness.openai_server import OpenAIServer, RawReply, Reply, Responder
+
+
+class Switch:
+    """Forwards every request to whichever responder the current test installed."""
+
+    def __init__(self) -> None:
+        self.target: Responder = DoneOnlyDouble()
+
+    @property
+    def models(self) -> list[str]:
+        return self.target.models
+
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+        return self.target.respond(request)
+
+
+@pytest.fixture(scope="session")
+def shared_endpoint() -> Iterator[tuple[Switch, str]]:
+    switch = Switch()
+    with OpenAIServer(switch) as server:
+        yield switch, server.base_url
+
+
+@pytest.fixture
+def serve_fast(shared_endpoint: tuple[Switch, str]) -> Iterator[Callable[[Responder], str]]:
+    """Like the shared `serve`, over one real server for the session, one responder at a time.
+
+    Stopping an `OpenAIServer` takes up to 0.5 s (its poll interval), which would dominate
+    these tests if each started its own.
+    """
+    switch, base_url = shared_endpoint
+
+    def start(responder: Responder) -> str:
+        switch.target = responder
+        return base_url
+
+    yield start
+    switch.target = DoneOnlyDouble()

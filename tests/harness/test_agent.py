@@ -1,0 +1,266 @@
+"""The agent loop over HTTP: ways of stopping, budgets, format errors, the trajectory."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.agent import MAX_MALFORMED_REPLIES, AgentOutcome, run_agent
+from harness.doubles import FailingDouble, ScriptedDouble
+from harness.model import OpenAIChatModel, RetryPolicy
+from harness.openai_server import RawReply, Reply, error_reply
+from harness.results import Failure
+from harness.sandbox import Confinement, LocalSandbox
+from harness.spec import Limits
+from harness.trajectory import TRAJECTORY_FORMAT_VERSION, Trajectory, read_trajectory
+
+Serve = Callable[[Any], str]
+
+UNKNOWN_TOOL = Reply(tool_calls=[("teleport", {"to": "mars"})])
+BAD_JSON = Reply(tool_calls=[("write_file", "{not json")])
+MISSING_FIELD = Reply(tool_calls=[("write_file", {"path": "x.py"})])
+GOOD = Reply(tool_calls=[("list_dir", {})])
+
+
+class Forever:
+    """Never finishes: the same reply for every request; remembers what it was sent."""
+
+    def __init__(self, reply: Reply | RawReply, name: str = "forever") -> None:
+        self.models = [name]
+        self.reply = reply
+        self.requests: list[dict[str, Any]] = []
+
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+        self.requests.append(request)
+        return self.reply
+
+
+class Recording(ScriptedDouble):
+    """A ScriptedDouble that keeps the requests it answered."""
+
+    def __init__(self, steps: list[Any]) -> None:
+        super().__init__(steps)
+        self.requests: list[dict[str, Any]] = []
+
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+        self.requests.append(request)
+        return super().respond(request)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[LocalSandbox]:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    (prepared / "app.py").write_text("VALUE = 1\n")
+    box = LocalSandbox(tmp_path / "attempt", prepared, Confinement("subprocess"))
+    yield box
+    box.close()
+
+
+@pytest.fixture
+def agent(
+    serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
+) -> Callable[..., tuple[AgentOutcome, list[dict[str, Any]]]]:
+    """Runs the loop against a responder; returns the outcome and the trajectory records."""
+
+    def go(responder: Any, limits: Limits | None = None) -> tuple[AgentOutcome, list[dict]]:
+        model = OpenAIChatModel(
+            name=responder.models[0],
+            base_url=serve_fast(responder),
+            api_key="sk-test",
+            price=None,
+            retry=RetryPolicy(max_retries=0),
+        )
+        path = tmp_path / "trajectory.jsonl"
+        with Trajectory(path, {"task_id": "t", "epoch": 0}) as trajectory:
+            outcome = run_agent(model, sandbox, "Set VALUE to 2.", limits or Limits(), trajectory)
+        return outcome, read_trajectory(path)
+
+    return go
+
+
+def kinds(records: list[dict[str, Any]]) -> list[str]:
+    return [record["type"] for record in records]
+
+
+def test_finishes_via_the_finish_tool(agent: Any, sandbox: LocalSandbox) -> None:
+    responder = Recording(
+        [
+            Reply(tool_calls=[("edit_file", {"path": "app.py", "old_string": "1", "new_string": "2"})]),
+            Reply(content="done editing", tool_calls=[("finish", {"summary": "set VALUE to 2"})]),
+        ]
+    )
+    outcome, records = agent(responder)
+    assert outcome.failure is None
+    assert outcome.message == "set VALUE to 2"
+    assert outcome.turns == 2
+    assert outcome.tool_calls == 2
+    assert outcome.usage.model_calls == 2
+    assert outcome.usage.tokens_in > 0 and outcome.usage.tokens_out > 0
+    assert sandbox.read("app.py") == "VALUE = 2\n"
+    assert kinds(records) == ["header", "message", "message", "model", "tool", "model", "tool", "agent_end"]
+    assert records[-1]["failure"] is None
+    assert records[-1]["message"] == "set VALUE to 2"
+
+
+def test_the_model_sees_system_prompt_task_and_tool_results(agent: Any, sandbox: LocalSandbox) -> None:
+    responder = Recording(
+        [
+            Reply(tool_calls=[("read_file", {"path": "app.py"}), ("read_file", {"path": "no.py"})]),
+            Reply(content="nothing to do"),
+        ]
+    )
+    agent(responder)
+    first, second = responder.requests
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert sandbox.root in first["messages"][0]["content"]
+    assert first["messages"][1]["content"] == "Set VALUE to 2."
+    assert sorted(tool["function"]["name"] for tool in first["tools"]) == [
+        "edit_file", "finish", "list_dir", "read_file", "run", "search", "write_file",
+    ]  # fmt: skip
+    assistant, ok, missing = second["messages"][2:]
+    call_ids = [call["id"] for call in assistant["tool_calls"]]
+    assert [ok["role"], missing["role"]] == ["tool", "tool"]
+    assert [ok["tool_call_id"], missing["tool_call_id"]] == call_ids
+    assert ok["content"] == "VALUE = 1\n"
+    assert missing["content"] == "error: no.py: no such file"
+
+
+def test_finishes_via_a_reply_without_tool_calls(agent: Any) -> None:
+    outcome, records = agent(ScriptedDouble([Reply(content="All done, nothing needed.")]))
+    assert outcome.failure is None
+    assert outcome.message == "All done, nothing needed."
+    assert outcome.turns == 1
+    assert outcome.tool_calls == 0
+    assert kinds(records) == ["header", "message", "message", "model", "agent_end"]
+
+
+def test_turn_limit(agent: Any) -> None:
+    responder = Forever(GOOD)
+    outcome, records = agent(responder, Limits(max_turns=2))
+    assert outcome.failure is Failure.TURN_LIMIT
+    assert outcome.message == "2 turns"
+    assert outcome.turns == 2
+    assert outcome.tool_calls == 2
+    assert len(responder.requests) == 2
+    assert records[-1] == {**records[-1], "type": "agent_end", "failure": "turn_limit"}
+
+
+def test_token_limit(agent: Any) -> None:
+    responder = Forever(GOOD)
+    outcome, _ = agent(responder, Limits(max_tokens=50))
+    assert outcome.failure is Failure.TOKEN_LIMIT
+    assert outcome.turns == 1  # the first reply alone is over 50 tokens
+    assert outcome.usage.tokens >= 50
+    assert outcome.message == f"{outcome.usage.tokens} tokens"
+    assert len(responder.requests) == 1
+
+
+def test_wall_time_stops_a_long_command(agent: Any) -> None:
+    responder = Forever(Reply(tool_calls=[("run", {"command": "sleep 5"})]))
+    started = time.monotonic()
+    outcome, records = agent(responder, Limits(wall_time_s=1, command_timeout_s=60))
+    elapsed = time.monotonic() - started
+    assert outcome.failure is Failure.AGENT_TIMEOUT
+    assert outcome.message == "wall time 1.0s"
+    assert elapsed < 2.5
+    tool_outputs = [r["output"] for r in records if r["type"] == "tool"]
+    assert tool_outputs and tool_outputs[0].startswith("[timed out after 1s")
+
+
+def test_three_malformed_replies_in_a_row_is_a_format_error(agent: Any) -> None:
+    responder = Recording([UNKNOWN_TOOL, BAD_JSON, MISSING_FIELD, GOOD])
+    outcome, records = agent(responder)
+    assert MAX_MALFORMED_REPLIES == 3
+    assert outcome.failure is Failure.FORMAT_ERROR
+    assert outcome.message == "3 unusable replies in a row"
+    assert outcome.turns == 3
+    assert len(responder.requests) == 3
+    outputs = [r["output"] for r in records if r["type"] == "tool"]
+    assert outputs[0].startswith("error: unknown tool 'teleport'")
+    assert outputs[1].startswith("error: arguments for write_file are not valid JSON")
+    assert outputs[2] == "error: bad arguments for write_file: content: Field required"
+
+
+def test_malformed_replies_interleaved_with_good_ones_are_tolerated(agent: Any) -> None:
+    script = [UNKNOWN_TOOL, BAD_JSON, GOOD, MISSING_FIELD, UNKNOWN_TOOL, GOOD, BAD_JSON]
+    outcome, _ = agent(ScriptedDouble(script))
+    assert outcome.failure is None
+    assert outcome.message == "script ended"
+    assert outcome.turns == len(script) + 1
+
+
+def test_a_reply_with_one_good_call_is_not_malformed(agent: Any) -> None:
+    mixed = Reply(tool_calls=[("teleport", {}), ("list_dir", {})])
+    outcome, _ = agent(ScriptedDouble([mixed, mixed, mixed, mixed]))
+    assert outcome.failure is None
+    assert outcome.tool_calls == 9
+
+
+def test_tool_errors_that_are_not_malformed_do_not_count(agent: Any) -> None:
+    missing = Reply(tool_calls=[("read_file", {"path": "missing.py"})])
+    outcome, _ = agent(ScriptedDouble([missing] * 4))
+    assert outcome.failure is None
+    assert outcome.turns == 5
+
+
+def test_failing_endpoint_is_a_model_api_error(agent: Any) -> None:
+    outcome, records = agent(FailingDouble(500))
+    assert outcome.failure is Failure.MODEL_API_ERROR
+    assert outcome.failure.status.value == "error"
+    assert outcome.message.startswith("HTTP 500: ")
+    assert outcome.turns == 0
+    assert kinds(records) == ["header", "message", "message", "agent_end"]
+
+
+def test_failure_after_some_turns_keeps_the_count(agent: Any) -> None:
+    outcome, _ = agent(ScriptedDouble([GOOD, error_reply(503, "gone")]))
+    assert outcome.failure is Failure.MODEL_API_ERROR
+    assert outcome.turns == 1
+    assert outcome.tool_calls == 1
+
+
+def test_context_overflow(agent: Any) -> None:
+    overflow = error_reply(400, "This model's maximum context length is 10 tokens")
+    outcome, _ = agent(ScriptedDouble([GOOD, overflow]))
+    assert outcome.failure is Failure.CONTEXT_OVERFLOW
+    assert "maximum context length" in outcome.message
+    assert outcome.turns == 1
+
+
+def test_trajectory_file_parses_line_by_line(agent: Any, tmp_path: Path) -> None:
+    script = [
+        Reply(
+            content="looking",
+            tool_calls=[("read_file", {"path": "app.py"}), ("run", {"command": "echo hi"})],
+        ),
+        Reply(tool_calls=[("write_file", {"path": "app.py", "content": "VALUE = 2\n"})]),
+        Reply(tool_calls=[("finish", {"summary": "ok"})]),
+    ]
+    outcome, records = agent(ScriptedDouble(script))
+    assert outcome.failure is None
+    lines = (tmp_path / "trajectory.jsonl").read_text().splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert parsed == records
+    header = parsed[0]
+    assert header["type"] == "header"
+    assert header["format_version"] == TRAJECTORY_FORMAT_VERSION
+    assert header["task_id"] == "t"
+    models = [r for r in parsed if r["type"] == "model"]
+    tools = [r for r in parsed if r["type"] == "tool"]
+    assert len(models) == outcome.turns == 3
+    assert len(tools) == outcome.tool_calls == 4
+    assert [t["name"] for t in tools] == ["read_file", "run", "write_file", "finish"]
+    assert tools[0]["output"] == "VALUE = 1\n"
+    assert tools[1]["output"] == "[exit code 0]\nhi\n"
+    assert "output" not in tools[3]  # finish ends the attempt before any output
+    assert models[0]["message"]["content"] == "looking"
+    assert models[0]["usage"]["model_calls"] == 1
+    times = [r["t"] for r in parsed]
+    assert times == sorted(times)
+    assert parsed[-1]["type"] == "agent_end"
