@@ -8,6 +8,7 @@ input (one line on stderr), 130 interrupted (the same command resumes).
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.exceptions import TyperException
 
 from cursorbench.loader import TaskFileError, bundled_suite, load_tasks, select_tasks
 from cursorbench.report import print_run
@@ -27,6 +29,7 @@ from harness.results import AttemptResult
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
+from harness.sandbox.process import kill_running_commands
 from leaderboard import StoreError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -114,19 +117,23 @@ def run(
         for warning in runner.run.warnings:
             errors.print(f"[bold yellow]warning:[/] {warning}")
         pending = runner.pending()
-        with _progress(len(runner.finished), len(runner.finished) + len(pending)) as advance:
+        with ProgressBar(len(runner.finished), len(runner.finished) + len(pending)) as advance:
             try:
                 outcome = runner.execute(on_result=advance)
             except RunInterrupted as stop:
+                kill_running_commands()
                 errors.print(f"{stop}; run the same command again to resume")
-                raise typer.Exit(EXIT_INTERRUPTED) from None
+                sys.stderr.flush()
+                # Attempts still in flight hold worker threads that the interpreter would
+                # wait for; everything finished is already on disk, so leave now.
+                os._exit(EXIT_INTERRUPTED)
     print_run(console, outcome.run, outcome.results)
     for warning in outcome.store_warnings:
         errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")
     console.print(f"results: {runner.run_dir.path}")
 
 
-class _progress:
+class ProgressBar:
     """A progress bar on stderr; calling it records one finished attempt."""
 
     def __init__(self, done: int, total: int) -> None:
@@ -141,7 +148,7 @@ class _progress:
         self.resolved = 0
         self.task = self.bar.add_task("attempts", total=total, completed=done)
 
-    def __enter__(self) -> _progress:
+    def __enter__(self) -> ProgressBar:
         self.bar.start()
         return self
 
@@ -194,7 +201,8 @@ def tasks_list(tasks: TasksOption = None) -> None:
 @tasks_app.command("show")
 def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
     """Show one task: its prompt, source, mutation, verification and limits."""
-    (task,) = _tasks([*(tasks or []), task_id]) if tasks else _tasks([task_id])
+    paths = [value for value in tasks or [] if Path(value).exists()]
+    (task,) = _tasks([*paths, task_id])
     console.print_json(task.model_dump_json())
 
 
@@ -217,20 +225,31 @@ def tasks_validate(
         raise typer.Exit(1)
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM (CI cancelling a job) stops a run like Ctrl-C
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        app()
+        code = app(prog_name="cursorbench", standalone_mode=False)
+    except TyperException as error:  # usage errors: one line, not a help box
+        if error.format_message():
+            print(f"error: {error.format_message()}", file=sys.stderr)
+        sys.exit(error.exit_code)
     except KNOWN_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as error:
         if os.environ.get("CURSORBENCH_DEBUG"):
             raise
-        message = (
-            f"internal error: {type(error).__name__}: {error} (CURSORBENCH_DEBUG=1 shows more)"
-        )
-        print(message, file=sys.stderr)
+        name = type(error).__name__
+        print(f"internal error: {name}: {error} (CURSORBENCH_DEBUG=1 shows more)", file=sys.stderr)
         sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from contextlib import ExitStack
 from pathlib import Path
@@ -94,13 +95,23 @@ def _price(request: RunRequest, model: str) -> tuple[Price | None, list[str]]:
     return price, []
 
 
-def _hidden_paths(built: list[BuiltTask], out: Path, db_url: str) -> tuple[Path, ...]:
+def _hidden_paths(
+    built: list[BuiltTask], out: Path, db_url: str, warnings: list[str]
+) -> tuple[Path, ...]:
     hidden = [*default_hidden_paths(), cache_home(), out.resolve()]
     if db_url.startswith("sqlite:///"):
         hidden.append(Path(db_url.removeprefix("sqlite:///")).resolve())
     for task in built:
         hidden.extend(task.prepared().secret_paths)
-    return tuple(dict.fromkeys(hidden))
+    # Hiding a folder that holds the interpreter would leave sandboxed commands without Python.
+    python = Path(sys.prefix).resolve()
+    kept = [path for path in hidden if not python.is_relative_to(path.resolve())]
+    warnings.extend(
+        f"{path} holds the Python environment, so it stays visible to the agent"
+        for path in hidden
+        if path not in kept
+    )
+    return tuple(dict.fromkeys(kept))
 
 
 def start_run(request: RunRequest, stack: ExitStack) -> Runner:
@@ -141,6 +152,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     db_url = request.db or default_db_url()
     store = open_store(db_url)
     stack.callback(store.close)
+    hidden = _hidden_paths(built, out, db_url, warnings)
     options = RunOptions(
         work_dir=cache_home() / "attempts",
         concurrency=request.concurrency,
@@ -148,6 +160,6 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         keep_workspaces=request.keep_workspaces,
         warnings=warnings,
     )
-    confinement = Confinement(backend=backend, hidden=_hidden_paths(built, out, db_url))
+    confinement = Confinement(backend=backend, hidden=hidden)
     tasks = [task.prepared() for task in built]
     return Runner(tasks, config, options, client, confinement, RunDir(out), store)

@@ -8,6 +8,7 @@ off), and a different configuration is refused with what differs.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -45,6 +46,18 @@ class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.attempts_path = path / ATTEMPTS_FILE
+        self._lock_file: int | None = None
+
+    def lock(self) -> None:
+        """Holds the folder for this process; a second run writing to it is refused."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise RunDirError(f"{self.path} is in use by another cursorbench run") from None
+        self._lock_file = descriptor
 
     def existing_run(self) -> RunInfo | None:
         run_file = self.path / RUN_FILE

@@ -104,6 +104,7 @@ class Runner:
         self.store = store
         self.executor = executor or LocalExecutor(options.concurrency)
         self.store_warnings: list[str] = []
+        run_dir.lock()
         self.run = run_dir.open(self._fresh_run_info(confinement))
         self.finished = run_dir.finished()
         self.environment = AttemptEnvironment(

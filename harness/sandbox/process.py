@@ -14,6 +14,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ from pathlib import Path
 KEEP_BYTES = 16 * 1024  # kept from each end of the output
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # beyond this the command is killed
 EXIT_GRACE_S = 0.2  # how long to drain a pipe still held open by a stray child
+
+_running: set[int] = set()  # process groups of commands in flight, for an interrupted run
+_running_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,32 @@ def run_process(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    with _running_lock:
+        _running.add(proc.pid)
+    try:
+        return _collect(proc, start, timeout, keep_bytes, max_output_bytes)
+    finally:
+        _kill_group(proc)
+        with _running_lock:
+            _running.discard(proc.pid)
+
+
+def kill_running_commands() -> None:
+    """Kills every command still running (their whole process groups)."""
+    with _running_lock:
+        groups = list(_running)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def _collect(
+    proc: subprocess.Popen[bytes],
+    start: float,
+    timeout: float,
+    keep_bytes: int,
+    max_output_bytes: int,
+) -> Completed:
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)

@@ -198,3 +198,24 @@ def test_tasks_list_and_show() -> None:
     shown = cursorbench("tasks", "show", "textkit-slugify")
     assert shown.returncode == 0
     assert json.loads(shown.stdout)["id"] == "textkit-slugify"
+
+
+def test_a_run_folder_in_use_is_refused(tmp_path: Path, serve) -> None:
+    from harness.rundir import RunDir
+
+    out = tmp_path / "run"
+    holder = RunDir(out)
+    holder.lock()
+    url = serve(DoneOnlyDouble())
+    done = cursorbench("run", "--base-url", url, "--model", "m", "--out", str(out))
+    assert done.returncode == 2
+    assert "in use by another cursorbench run" in done.stderr
+
+
+def test_usage_errors_are_one_line(tmp_path: Path) -> None:
+    done = cursorbench("run", "--epochs", "0")
+    assert done.returncode == 2
+    assert (
+        done.stderr
+        == "error: Invalid value for '--epochs': Input should be greater than or equal to 1\n"
+    )
