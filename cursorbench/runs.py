@@ -162,4 +162,6 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     )
     confinement = Confinement(backend=backend, hidden=hidden)
     tasks = [task.prepared() for task in built]
-    return Runner(tasks, config, options, client, confinement, RunDir(out), store)
+    runner = Runner(tasks, config, options, client, confinement, RunDir(out), store)
+    stack.callback(runner.run_dir.unlock)
+    return runner

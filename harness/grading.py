@@ -24,8 +24,8 @@ from pathlib import Path
 from harness.junit import outcomes_for, parse_junit
 from harness.results import Failure, TestOutcome
 from harness.sandbox.baseline import BaselineError, apply_patch
-from harness.sandbox.confinement import Confinement, scrubbed_env
-from harness.sandbox.process import run_process
+from harness.sandbox.confinement import scrubbed_env
+from harness.sandbox.protocol import CommandRunner
 from harness.spec import PreparedTask
 
 
@@ -88,7 +88,7 @@ def grade(
     task: PreparedTask,
     patch: str,
     grade_dir: Path,
-    confinement: Confinement,
+    runner: CommandRunner,
     slots: threading.Semaphore | None = None,
 ) -> GradeReport:
     started = time.monotonic()
@@ -103,12 +103,13 @@ def grade(
         return GradeReport(False, Failure.INFRA_ERROR, error=f"preparing the grading tree: {error}")
     junit = results / "junit.xml"
     argv = pytest_argv(task.verification.test_args, junit, workspace)
-    env = scrubbed_env(Path("/tmp") if confinement.confined else home)
+    env = scrubbed_env(home if runner.backend == "subprocess" else Path("/tmp"))
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with slots or nullcontext():
-        done = run_process(
-            confinement.wrap(argv, cwd=workspace, writable=[workspace, results]),
+        done = runner.run(
+            argv,
             cwd=workspace,
+            writable=[workspace, results],
             env=env,
             timeout=task.limits.test_timeout_s,
         )

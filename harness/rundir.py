@@ -59,6 +59,11 @@ class RunDir:
             raise RunDirError(f"{self.path} is in use by another cursorbench run") from None
         self._lock_file = descriptor
 
+    def unlock(self) -> None:
+        if self._lock_file is not None:
+            os.close(self._lock_file)  # closing the descriptor releases the lock
+            self._lock_file = None
+
     def existing_run(self) -> RunInfo | None:
         run_file = self.path / RUN_FILE
         if not run_file.exists():

@@ -140,6 +140,12 @@ class Runner:
         ]
 
     def execute(self, on_result: Listener | None = None) -> RunOutcome:
+        try:
+            return self._execute(on_result)
+        finally:
+            self.run_dir.unlock()
+
+    def _execute(self, on_result: Listener | None) -> RunOutcome:
         self._sync_store()
         try:
             for result in self.executor.map_unordered(self._run_one, self.pending()):

@@ -21,6 +21,7 @@ from harness.sandbox import Sandbox, SandboxError
 
 MAX_LISTED = 400
 MAX_MATCHES = 200
+MAX_OUTPUT_CHARS = 40_000  # any tool's result; a model's context is not a log file
 
 
 class ToolError(Exception):
@@ -218,6 +219,15 @@ def call_tool(ctx: ToolContext, name: str, raw_arguments: str) -> str:
         )
         raise MalformedCall(f"bad arguments for {name}: {problems}") from None
     try:
-        return tool.function(ctx, args)
+        return _clip(tool.function(ctx, args))
     except SandboxError as error:
         raise ToolError(str(error)) from None
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_OUTPUT_CHARS:
+        return text
+    half = MAX_OUTPUT_CHARS // 2
+    omitted = len(text) - 2 * half
+    note = f"\n[... {omitted} characters omitted; read a smaller range ...]\n"
+    return text[:half] + note + text[-half:]

@@ -16,9 +16,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness.sandbox.process import Completed, run_process
 
 BWRAP = "bwrap"
 UNCONFINED_WARNING = (
@@ -42,6 +44,18 @@ class Confinement:
         if not self.confined:
             return list(argv)
         return [*bwrap_prefix(cwd=cwd, writable=writable, hidden=self.hidden), *argv]
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        timeout: float,
+    ) -> Completed:
+        wrapped = self.wrap(argv, cwd=cwd, writable=writable)
+        return run_process(wrapped, cwd=cwd, env=env, timeout=timeout)
 
 
 def bwrap_prefix(*, cwd: Path, writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:

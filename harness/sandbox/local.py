@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.confinement import Confinement, scrubbed_env
-from harness.sandbox.process import Completed, run_process
+from harness.sandbox.process import Completed
 from harness.sandbox.protocol import SandboxError
 
 MAX_READ_BYTES = 2 * 1024 * 1024
@@ -51,12 +51,13 @@ class LocalSandbox:
         return str(self.workspace)
 
     def run(self, command: str, timeout: float) -> Completed:
-        argv = self.confinement.wrap(
-            ["bash", "-c", command], cwd=self.workspace, writable=[self.workspace]
-        )
         with self._slots or nullcontext():
-            return run_process(
-                argv, cwd=self.workspace, env=scrubbed_env(self.home), timeout=timeout
+            return self.confinement.run(
+                ["bash", "-c", command],
+                cwd=self.workspace,
+                writable=[self.workspace],
+                env=scrubbed_env(self.home),
+                timeout=timeout,
             )
 
     def resolve(self, path: str) -> Path:

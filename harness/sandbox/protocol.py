@@ -7,6 +7,8 @@ agent loop and the tools only ever see this protocol.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Protocol
 
 from harness.sandbox.process import Completed
@@ -14,6 +16,23 @@ from harness.sandbox.process import Completed
 
 class SandboxError(Exception):
     """A tool asked for something the sandbox refuses (the agent sees the message)."""
+
+
+class CommandRunner(Protocol):
+    """Runs a command over host folders, confined; what grading needs from a backend."""
+
+    @property
+    def backend(self) -> str: ...
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        writable: Sequence[Path],
+        env: Mapping[str, str],
+        timeout: float,
+    ) -> Completed: ...
 
 
 class Sandbox(Protocol):
