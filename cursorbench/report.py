@@ -7,6 +7,7 @@ from rich.table import Table
 
 from harness.results import AttemptResult, RunInfo, Status
 
+REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}
 
 
@@ -15,7 +16,9 @@ def _seconds(value: float) -> str:
 
 
 def results_table(run: RunInfo, results: list[AttemptResult]) -> Table:
-    title = f"{run.model} ({run.endpoint_label}) · run {run.id} · sandbox {run.sandbox}"
+    embedded = run.endpoint_label == REFERENCE
+    who = "embedded reference solver, not a model" if embedded else run.base_url
+    title = f"{run.model} ({who}) · run {run.id} · sandbox {run.sandbox}"
     table = Table(title=title, title_justify="left", show_footer=True)
     resolved = sum(result.resolved for result in results)
     rate = f"{resolved}/{len(results)} ({resolved / len(results):.0%})" if results else "0/0"

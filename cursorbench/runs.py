@@ -161,6 +161,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         warnings=warnings,
     )
     confinement = Confinement(backend=backend, hidden=hidden)
+    confinement.self_test(cache_home() / "self-test")
     tasks = [task.prepared() for task in built]
     runner = Runner(tasks, config, options, client, confinement, RunDir(out), store)
     stack.callback(runner.run_dir.unlock)

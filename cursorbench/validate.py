@@ -21,6 +21,7 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     """Problems found; an empty list means the task is valid."""
     prepared = built.prepared()
     confinement = Confinement(backend=backend, hidden=tuple(prepared.secret_paths))
+    confinement.self_test(cache_home() / "self-test")
     check = prepared.verification
     problems: list[str] = []
     root = cache_home() / "validate"

@@ -172,7 +172,9 @@ class Runner:
         return sorted(self.finished.values(), key=lambda r: (r.task_id, r.epoch))
 
     def summary(self) -> dict:
-        return {"run_id": self.run.id, "model": self.run.model, **summarize(self.results())}
+        identity = {"run_id": self.run.id, "model": self.run.model}
+        identity |= {"endpoint": self.run.endpoint_label, "sandbox": self.run.sandbox}
+        return identity | summarize(self.results())
 
     def _sync_store(self) -> None:
         if self.store is None:

@@ -57,6 +57,23 @@ class Confinement:
         wrapped = self.wrap(argv, cwd=cwd, writable=writable)
         return run_process(wrapped, cwd=cwd, env=env, timeout=timeout)
 
+    def self_test(self, scratch: Path) -> None:
+        """Fails loudly when confined commands cannot run Python with pytest."""
+        scratch.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-P", "-c", "import pytest"]
+        done = self.run(
+            argv, cwd=scratch, writable=[scratch], env=scrubbed_env(scratch), timeout=60
+        )
+        if done.exit_code != 0:
+            last = (done.output.strip().splitlines() or ["no output"])[-1]
+            raise SandboxUnavailable(f"the {self.backend} sandbox cannot run Python here: {last}")
+
+
+def python_paths() -> list[Path]:
+    """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    return sorted(path for path in paths if path.is_dir())
+
 
 def bwrap_prefix(*, cwd: Path, writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
     args = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -65,6 +82,9 @@ def bwrap_prefix(*, cwd: Path, writable: Sequence[Path], hidden: Sequence[Path])
             args += ["--tmpfs", str(path)]
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
+    for path in python_paths():  # e.g. a virtual environment in a checkout under /tmp
+        if path.is_relative_to("/tmp"):
+            args += ["--ro-bind", str(path), str(path)]
     for path in writable:  # after the hidden mounts, so a workspace under a hidden folder shows
         args += ["--bind", str(path), str(path)]
     args += [
