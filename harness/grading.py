@@ -3,9 +3,10 @@
 The agent's patch is applied to a fresh copy of the prepared workspace; test
 files and test-runner configuration are restored from the task; the hidden
 tests are added; pytest runs confined, with the workspace kept off `sys.path`
-at interpreter start (`python -P`), plugins not auto-loaded, the package's own
-`addopts` ignored, and its JUnit report written to a folder outside the
-workspace. Outcomes are read from that report, never from printed output.
+at interpreter start (`python -P`), the task's own configuration file named
+with `-c` (so no planted `pytest.toml` outranks it), plugins not auto-loaded,
+the package's own `addopts` ignored, and its JUnit report written to a folder
+outside the workspace. Outcomes are read from that report, never from printed output.
 
 Not covered: code under test runs in the same process as pytest, so code that
 deliberately patches pytest's reporting from inside is not stopped here.
@@ -13,10 +14,12 @@ deliberately patches pytest's reporting from inside is not stopped here.
 
 from __future__ import annotations
 
+import configparser
 import shutil
 import sys
 import threading
 import time
+import tomllib
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +42,38 @@ class GradeReport:
     output: str = ""
 
 
-def pytest_argv(test_args: list[str], junit: Path, rootdir: Path) -> list[str]:
+def pytest_config(root: Path) -> str | None:
+    """The file pytest would take its configuration from in `root` (pytest 9's order)."""
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        if (root / name).is_file():
+            return name
+    sections = {"pyproject.toml": "tool.pytest", "tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+    for name, section in sections.items():
+        if (root / name).is_file() and _has_section(root / name, section):
+            return name
+    return None
+
+
+def _has_section(path: Path, section: str) -> bool:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".toml":
+        try:
+            return "pytest" in tomllib.loads(text).get("tool", {})
+        except tomllib.TOMLDecodeError:
+            return False
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return False
+    return parser.has_section(section)
+
+
+def pytest_argv(test_args: list[str], junit: Path, rootdir: Path, config: Path) -> list[str]:
     return [
         sys.executable, "-P", "-m", "pytest", *test_args,
         f"--rootdir={rootdir}",
+        "-c", str(config),
         f"--junitxml={junit}",
         "-o", "junit_family=xunit1",
         "-o", "addopts=",
@@ -84,6 +115,16 @@ def build_grading_tree(task: PreparedTask, patch: str, workspace: Path) -> None:
         shutil.copytree(task.hidden_dir, workspace, symlinks=True, dirs_exist_ok=True)
 
 
+def _config(task: PreparedTask, results: Path) -> Path:
+    """The task's own pytest configuration, named explicitly so no planted file outranks it."""
+    name = pytest_config(task.workspace)
+    if name is not None:
+        return Path(name)  # the restored copy, relative to the grading workspace
+    empty = results / "pytest.ini"
+    empty.write_text("[pytest]\n")
+    return empty
+
+
 def grade(
     task: PreparedTask,
     patch: str,
@@ -102,7 +143,7 @@ def grade(
     except (BaselineError, OSError) as error:
         return GradeReport(False, Failure.INFRA_ERROR, error=f"preparing the grading tree: {error}")
     junit = results / "junit.xml"
-    argv = pytest_argv(task.verification.test_args, junit, workspace)
+    argv = pytest_argv(task.verification.test_args, junit, workspace, _config(task, results))
     env = scrubbed_env(home if runner.backend == "subprocess" else Path("/tmp"))
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with slots or nullcontext():

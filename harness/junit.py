@@ -17,10 +17,11 @@ SEVERITY = [TestOutcome.PASSED, TestOutcome.SKIPPED, TestOutcome.FAILED, TestOut
 
 
 def junit_key(node_id: str) -> tuple[str, str]:
-    path, _, rest = node_id.partition("::")
+    address, bracket, parameters = node_id.partition("[")  # ids may hold "::" themselves
+    path, _, rest = address.partition("::")
     module = path.removesuffix(".py").replace("/", ".")
     *classes, name = rest.split("::") if rest else [""]
-    return ".".join([module, *classes]), name
+    return ".".join([module, *classes]), name + bracket + parameters
 
 
 def parse_junit(path: Path) -> dict[tuple[str, str], TestOutcome]:

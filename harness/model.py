@@ -11,6 +11,7 @@ are passed through untouched: the agent loop turns them into tool errors.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import threading
@@ -84,8 +85,8 @@ class RetryPolicy(BaseModel):
     max_backoff_s: float = Field(default=30.0, ge=0)
 
     def wait(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(retry_after, self.max_backoff_s)
+        if retry_after is not None and math.isfinite(retry_after):
+            return min(max(retry_after, 0.0), self.max_backoff_s)
         base = min(self.backoff_s * 2**attempt, self.max_backoff_s)
         return base * (0.5 + random.random() / 2)
 
@@ -112,15 +113,18 @@ class OpenAIChatModel:
     def complete(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
     ) -> ModelReply:
+        """One reply; `timeout` bounds the whole call, retries and their waits included."""
+        deadline = time.monotonic() + timeout
         retries = 0
         while True:
             started = time.monotonic()
             try:
-                reply = self._call(messages, tools, timeout)
+                reply = self._call(messages, tools, max(deadline - started, 0.01))
             except (*RETRYABLE, _JunkReply) as error:
-                if retries >= self.retry.max_retries:
+                wait = self.retry.wait(retries, _retry_after(error))
+                if retries >= self.retry.max_retries or time.monotonic() + wait >= deadline:
                     raise ModelAPIError(_describe(error, retries)) from None
-                time.sleep(self.retry.wait(retries, _retry_after(error)))
+                time.sleep(wait)
                 retries += 1
                 continue
             except openai.APIStatusError as error:
@@ -143,13 +147,19 @@ class OpenAIChatModel:
             # The conversation goes in `extra_body`, already in wire format: the client's
             # own transform of `messages` walks every message's type hints and costs
             # ~1 ms per message per call, which dominated the harness's time per step.
-            response = self._client.chat.completions.create(
-                model=self.name,
-                messages=[],
-                timeout=timeout,
-                extra_body={"messages": messages, "tools": tools, **options},
-            )
-        return self._parse(response, messages)
+            try:
+                response = self._client.chat.completions.create(
+                    model=self.name,
+                    messages=[],
+                    timeout=timeout,
+                    extra_body={"messages": messages, "tools": tools, **options},
+                )
+            except (ValueError, TypeError) as error:  # a 200 whose body is not a completion
+                raise _JunkReply(f"unreadable reply ({type(error).__name__})") from None
+        try:
+            return self._parse(response, messages)
+        except (ValueError, TypeError, AttributeError) as error:
+            raise _JunkReply(f"malformed reply ({type(error).__name__}: {error})") from None
 
     def _parse(self, response: Any, messages: list[dict[str, Any]]) -> ModelReply:
         choices = getattr(response, "choices", None)
@@ -163,7 +173,7 @@ class OpenAIChatModel:
             ToolCall(
                 id=call.id or f"call_{index}",
                 name=call.function.name or "",
-                arguments=call.function.arguments or "",
+                arguments=_arguments_text(call.function.arguments),
             )
             for index, call in enumerate(message.tool_calls or [])
             if getattr(call, "function", None) is not None
@@ -181,6 +191,13 @@ class OpenAIChatModel:
 
 class _JunkReply(Exception):
     pass
+
+
+def _arguments_text(arguments: Any) -> str:
+    """Arguments as the model wrote them; some providers send an object, not a string."""
+    if arguments is None:
+        return ""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
 def _usage(response: Any, messages: list[Any], content: str | None, calls: list[ToolCall]) -> Usage:
@@ -206,10 +223,13 @@ def _retry_after(error: Exception) -> float | None:
         return None
 
 
+_ERROR_NAMES: dict[type, str] = {_JunkReply: "bad reply", openai.APITimeoutError: "timeout"}
+
+
 def _describe(error: Exception, retries: int) -> str:
     status = getattr(error, "status_code", None)
     text = str(getattr(error, "message", None) or error).strip()
     detail = re.sub(r"^Error code: \d+ - ", "", text).splitlines()
-    what = f"HTTP {status}" if status else type(error).__name__
+    what = f"HTTP {status}" if status else _ERROR_NAMES.get(type(error), type(error).__name__)
     after = f" after {retries} retries" if retries else ""
     return f"{what}{after}: {detail[0][:200] if detail else 'no detail'}"

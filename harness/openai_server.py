@@ -123,11 +123,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(reply)
 
     def _send(self, reply: RawReply) -> None:
-        self.send_response(reply.status)
-        self.send_header("content-type", reply.content_type)
-        self.send_header("content-length", str(len(reply.body)))
-        self.end_headers()
-        self.wfile.write(reply.body)
+        try:
+            self.send_response(reply.status)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up (e.g. its timeout); not our fault
 
 
 class _Server(ThreadingHTTPServer):
@@ -144,7 +147,9 @@ class OpenAIServer:
 
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0) -> None:
         self._server = _Server((host, port), responder)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:

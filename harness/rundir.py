@@ -90,24 +90,24 @@ class RunDir:
         return stored
 
     def finished(self) -> dict[str, AttemptResult]:
-        """Finished attempts by key; a torn last line is cut off the file."""
+        """Finished attempts by key. A torn last line (a killed writer) is cut off the
+        file; a bad line anywhere else is refused rather than thrown away with what follows."""
         if not self.attempts_path.exists():
             return {}
-        data = self.attempts_path.read_bytes()
+        lines = self.attempts_path.read_bytes().splitlines(keepends=True)
         results: dict[str, AttemptResult] = {}
         good_bytes = 0
-        for line in data.splitlines(keepends=True):
-            if not line.endswith(b"\n"):
-                break
+        for number, line in enumerate(lines, start=1):
             try:
                 result = AttemptResult.model_validate_json(line)
             except ValidationError:
-                break
+                if number == len(lines):
+                    with self.attempts_path.open("r+b") as file:
+                        file.truncate(good_bytes)
+                    break
+                raise RunDirError(f"{self.attempts_path}: line {number} is corrupt") from None
             results[result.key] = result
             good_bytes += len(line)
-        if good_bytes < len(data):
-            with self.attempts_path.open("r+b") as file:
-                file.truncate(good_bytes)
         return results
 
     def append(self, result: AttemptResult) -> None:

@@ -137,7 +137,7 @@ def list_dir(ctx: ToolContext, args: ListDir) -> str:
 
 
 def search(ctx: ToolContext, args: Search) -> str:
-    argv = ["grep", "-rnIE", "--exclude-dir=.*"]
+    argv = ["grep", "-rnIE", "--exclude-dir=.?*"]  # not `.*`: that excludes "." itself
     if args.glob:
         argv.append(f"--include={args.glob}")
     argv += ["-e", args.pattern, "--", args.path]

@@ -10,7 +10,15 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-IGNORED = "__pycache__/\n*.pyc\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n*.egg-info/\n"
+# Never part of a change. Everything else is, even what the workspace's own .gitignore names.
+NOT_CHANGES = (
+    "**/__pycache__/**",
+    "**/*.pyc",
+    "**/.pytest_cache/**",
+    "**/.mypy_cache/**",
+    "**/.ruff_cache/**",
+    "**/*.egg-info/**",
+)
 
 
 class BaselineError(RuntimeError):
@@ -43,25 +51,32 @@ class Baseline:
             raise BaselineError(f"git {args[0]} failed: {message[-1] if message else '?'}")
         return done.stdout
 
+    def _add_everything(self) -> None:
+        excluded = [f":(exclude,glob){pattern}" for pattern in NOT_CHANGES]
+        self._git("add", "-A", "--force", "--", ".", *excluded)
+
     def snapshot(self) -> None:
         self._git("init", "-q")
-        (self.git_dir / "info").mkdir(exist_ok=True)
-        (self.git_dir / "info" / "exclude").write_text(IGNORED)
-        self._git("add", "-A")
+        self._add_everything()
         self._git("commit", "-q", "--allow-empty", "-m", "baseline")
 
     def diff(self) -> str:
-        self._git("add", "-A")
+        self._add_everything()
         return self._git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "HEAD")
 
 
 def diff_stats(patch: str) -> tuple[int, int]:
-    """Lines added and removed by a unified diff."""
+    """Lines added and removed by a git diff (counted inside hunks only)."""
     added = removed = 0
+    in_hunk = False
     for line in patch.splitlines():
-        if line.startswith("+") and not line.startswith("+++ "):
+        if line.startswith("diff --git "):
+            in_hunk = False
+        elif line.startswith("@@"):
+            in_hunk = True
+        elif in_hunk and line.startswith("+"):
             added += 1
-        elif line.startswith("-") and not line.startswith("--- "):
+        elif in_hunk and line.startswith("-"):
             removed += 1
     return added, removed
 

@@ -1,9 +1,12 @@
 """How a sandboxed command is confined: bubblewrap where it runs, else nothing.
 
-Under bubblewrap the root file system is read-only, only the named folders are
-writable, `/tmp` is private, the network is gone (loopback included), the
-process tree lives in its own PID namespace, and the harness's secrets (task
-sources, caches, hidden tests, results) are covered by empty mounts. Without
+Under bubblewrap a command sees only what it needs, read-only: the system
+folders (`/usr`, `/etc`, the `/lib`s) and the running Python environment. Home
+folders, checkouts, caches, earlier runs and everything else on the machine are
+simply absent. Only the named folders are writable, `/tmp` is private, the
+network is gone (loopback included), and the process tree lives in its own PID
+namespace. The harness's secrets (task sources, caches, hidden tests, results)
+are also covered by empty mounts, in case they sit inside what is shown. Without
 bubblewrap a command runs as a plain subprocess: the caller must record a loud
 warning on the run, since the agent can then read and write anything the
 harness can.
@@ -16,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +27,11 @@ from pathlib import Path
 from harness.sandbox.process import Completed, run_process
 
 BWRAP = "bwrap"
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 UNCONFINED_WARNING = (
     "UNCONFINED: bubblewrap is not available, so agent commands and tests run as plain "
-    "subprocesses that can read hidden files, write outside the workspace and use the network"
+    "subprocesses that can read hidden files, write outside the workspace, use the network, "
+    "and leave background processes behind"
 )
 
 
@@ -69,24 +75,47 @@ class Confinement:
             raise SandboxUnavailable(f"the {self.backend} sandbox cannot run Python here: {last}")
 
 
+@functools.cache
+def empty_file() -> Path:
+    """An empty read-only file to mount over hidden files (device files would not open)."""
+    path = Path(tempfile.gettempdir()) / f"cursorbench-empty-{os.getuid()}"
+    if not path.is_file() or path.stat().st_size:
+        path.unlink(missing_ok=True)
+        path.touch(mode=0o444)
+    return path
+
+
 def python_paths() -> list[Path]:
     """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
     return sorted(path for path in paths if path.is_dir())
 
 
+def system_mounts() -> list[str]:
+    """Read-only system folders; merged-/usr links (`/bin -> usr/bin`) stay links."""
+    args: list[str] = []
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return args
+
+
 def bwrap_prefix(*, cwd: Path, writable: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
-    args = [BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    args = [BWRAP, *system_mounts(), "--dev", "/dev", "--proc", "/proc"]
+    args += ["--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    for path in python_paths():
+        args += ["--ro-bind", str(path), str(path)]
     for path in hidden:
         if path.is_dir():
             args += ["--tmpfs", str(path)]
         elif path.exists():
-            args += ["--ro-bind", "/dev/null", str(path)]
-    for path in python_paths():  # e.g. a virtual environment in a checkout under /tmp
-        if path.is_relative_to("/tmp"):
-            args += ["--ro-bind", str(path), str(path)]
+            args += ["--ro-bind", str(empty_file()), str(path)]
     for path in writable:  # after the hidden mounts, so a workspace under a hidden folder shows
         args += ["--bind", str(path), str(path)]
+    args += ["--remount-ro", "/"]  # the root bubblewrap builds is itself read-only
     args += [
         "--unshare-net",
         "--unshare-pid",

@@ -91,7 +91,9 @@ def kinds(records: list[dict[str, Any]]) -> list[str]:
 def test_finishes_via_the_finish_tool(agent: Any, sandbox: LocalSandbox) -> None:
     responder = Recording(
         [
-            Reply(tool_calls=[("edit_file", {"path": "app.py", "old_string": "1", "new_string": "2"})]),
+            Reply(
+                tool_calls=[("edit_file", {"path": "app.py", "old_string": "1", "new_string": "2"})]
+            ),
             Reply(content="done editing", tool_calls=[("finish", {"summary": "set VALUE to 2"})]),
         ]
     )
@@ -103,12 +105,23 @@ def test_finishes_via_the_finish_tool(agent: Any, sandbox: LocalSandbox) -> None
     assert outcome.usage.model_calls == 2
     assert outcome.usage.tokens_in > 0 and outcome.usage.tokens_out > 0
     assert sandbox.read("app.py") == "VALUE = 2\n"
-    assert kinds(records) == ["header", "message", "message", "model", "tool", "model", "tool", "agent_end"]
+    assert kinds(records) == [
+        "header",
+        "message",
+        "message",
+        "model",
+        "tool",
+        "model",
+        "tool",
+        "agent_end",
+    ]
     assert records[-1]["failure"] is None
     assert records[-1]["message"] == "set VALUE to 2"
 
 
-def test_the_model_sees_system_prompt_task_and_tool_results(agent: Any, sandbox: LocalSandbox) -> None:
+def test_the_model_sees_system_prompt_task_and_tool_results(
+    agent: Any, sandbox: LocalSandbox
+) -> None:
     responder = Recording(
         [
             Reply(tool_calls=[("read_file", {"path": "app.py"}), ("read_file", {"path": "no.py"})]),
@@ -171,6 +184,40 @@ def test_wall_time_stops_a_long_command(agent: Any) -> None:
     assert elapsed < 2.5
     tool_outputs = [r["output"] for r in records if r["type"] == "tool"]
     assert tool_outputs and tool_outputs[0].startswith("[timed out after 1s")
+
+
+class Hanging:
+    """Answers every request too late."""
+
+    models = ["hanging"]
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+        self.requests = 0
+
+    def respond(self, request: dict[str, Any]) -> Reply:
+        self.requests += 1
+        time.sleep(self.delay_s)
+        return Reply(content="too late")
+
+
+def test_a_hanging_endpoint_does_not_overrun_the_wall_time(
+    serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    responder = Hanging(delay_s=2.0)
+    model = OpenAIChatModel(
+        name="hanging",
+        base_url=serve_fast(responder),
+        api_key="sk-test",
+        price=None,
+        retry=RetryPolicy(max_retries=2, backoff_s=0.0),
+    )
+    started = time.monotonic()
+    with Trajectory(tmp_path / "t.jsonl", {}) as trajectory:
+        outcome = run_agent(model, sandbox, "x", Limits(wall_time_s=1), trajectory)
+    elapsed = time.monotonic() - started
+    assert outcome.failure is Failure.AGENT_TIMEOUT
+    assert elapsed < 2.0, f"ran {elapsed:.1f}s against a 1s wall time ({responder.requests} tries)"
 
 
 def test_three_malformed_replies_in_a_row_is_a_format_error(agent: Any) -> None:

@@ -236,11 +236,6 @@ def test_hidden_paths_do_not_leak(
 
 
 @needs_bwrap
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a hidden file is covered with --ro-bind /dev/null, but bwrap binds are nodev, "
-    "so reading it fails with 'Permission denied' instead of reading as empty",
-)
 def test_hidden_file_reads_as_empty(workspace: Path, secrets: tuple[Path, Path]) -> None:
     _, secret_file = secrets
     confinement = Confinement("bubblewrap", hidden=(secret_file,))
@@ -311,3 +306,37 @@ def test_confined_python_works_with_the_scrubbed_env(workspace: Path) -> None:
     )
     assert done.exit_code == 0, done.output
     assert done.output.strip() == "True"
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["subprocess", pytest.param("bubblewrap", marks=needs_bwrap)],
+)
+def test_self_test_passes_where_python_and_pytest_run(tmp_path: Path, backend: str) -> None:
+    Confinement(backend).self_test(tmp_path / "scratch")
+
+
+@needs_bwrap
+def test_self_test_fails_loudly_when_pytest_is_hidden(tmp_path: Path) -> None:
+    packages = Path(pytest.__file__).parent.parent  # site-packages
+    if packages.is_relative_to("/tmp"):
+        pytest.skip("an environment under /tmp is re-bound over hidden paths")
+    with pytest.raises(SandboxUnavailable, match="the bubblewrap sandbox cannot run Python here"):
+        Confinement("bubblewrap", hidden=(packages,)).self_test(tmp_path / "scratch")
+
+
+@pytest.mark.parametrize(
+    "backend",
+    ["subprocess", pytest.param("bubblewrap", marks=needs_bwrap)],
+)
+def test_run_wraps_and_runs(workspace: Path, backend: str) -> None:
+    done = Confinement(backend).run(
+        ["bash", "-c", "pwd; echo $ONLY; echo x > w.txt"],
+        cwd=workspace,
+        writable=[workspace],
+        env={"PATH": "/usr/bin:/bin", "ONLY": "given"},
+        timeout=10,
+    )
+    assert done.exit_code == 0, done.output
+    assert done.output.splitlines() == [str(workspace), "given"]
+    assert (workspace / "w.txt").read_text() == "x\n"

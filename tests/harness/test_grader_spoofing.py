@@ -322,14 +322,6 @@ def test_pytest_config_rewritten(run_benchmark, serve, sandbox: str) -> None:
     assert_not_fooled(attempted)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: pytest 9 reads pytest.toml and .pytest.toml before pytest.ini, and neither (nor "
-        ".pytest.ini) is in DEFAULT_PROTECTED_PATHS, so the agent's file replaces the task's "
-        "restored test configuration at grading"
-    ),
-)
 @pytest.mark.parametrize("config_file", ["pytest.toml", ".pytest.toml"])
 def test_planted_pytest_toml_does_not_configure_grading(
     run_benchmark, serve, config_file: str
@@ -412,13 +404,14 @@ def test_writes_outside_the_workspace_fail(run_benchmark, serve, tmp_path: Path)
         changed = {p: b for p, b in originals.items() if p.read_bytes() != b}
         for path, data in changed.items():
             path.write_bytes(data)
-        read_only["site-packages .pth"].unlink(missing_ok=True)
+        planted = [p for p in [*new_files, read_only["site-packages .pth"]] if p.exists()]
+        for path in planted:
+            path.unlink()
     (output,) = attempted.run_outputs
     assert "SEES" not in output and "WROTE" not in output, output
     assert output.count("Read-only file system") == len(read_only), output
     assert changed == {}, f"changed on the host: {sorted(map(str, changed))}"
-    assert [path for path in new_files if path.exists()] == []
-    assert not read_only["site-packages .pth"].exists()
+    assert planted == [], f"created on the host: {planted}"
     assert digest_tree(built.root) == cache_before
     assert (out / "run.json").read_bytes() == run_json["before"]
     assert_not_fooled(attempted)
@@ -439,6 +432,7 @@ def hits(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("/")]
 
 
+@pytest.mark.slow
 @needs_bubblewrap
 def test_original_source_is_not_readable(run_benchmark, serve, cursorbench_home: Path) -> None:
     built = build(TASK)
@@ -473,15 +467,8 @@ def test_original_source_is_not_readable(run_benchmark, serve, cursorbench_home:
     assert_not_fooled(attempted)
 
 
+@pytest.mark.slow
 @needs_bubblewrap
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: only the current run's --out folder is hidden; an earlier run's trajectories "
-        "(e.g. the reference solver's, written to runs/reference-solver by default) are "
-        "readable from the sandbox and hold the full solution"
-    ),
-)
 def test_earlier_runs_trajectories_are_not_readable(
     run_benchmark, serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:

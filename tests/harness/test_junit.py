@@ -11,7 +11,7 @@ import pytest
 from harness.junit import junit_key, outcomes_for, parse_junit
 from harness.results import TestOutcome as Outcome
 
-SAMPLE = '''\
+SAMPLE = """\
 import pytest
 
 
@@ -67,7 +67,7 @@ class TestGroup:
     class TestInner:
         def test_deep(self):
             assert False
-'''
+"""
 
 
 @pytest.mark.parametrize(
@@ -87,11 +87,6 @@ def test_junit_key(node_id: str, key: tuple[str, str]) -> None:
     assert junit_key(node_id) == key
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: junit_key splits the whole node id on '::', so a parameter id containing '::' "
-    "is cut in two; pytest's junitxml partitions off the '[...]' first",
-)
 def test_junit_key_parameter_containing_double_colon() -> None:
     assert junit_key("tests/test_x.py::test_p[a::b]") == ("tests.test_x", "test_p[a::b]")
 

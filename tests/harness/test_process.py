@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.sandbox.process import Completed, run_process
+from harness.sandbox.process import Completed, kill_running_commands, run_process
 
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
@@ -161,3 +162,34 @@ def test_invalid_utf8_is_replaced_not_fatal(tmp_path: Path) -> None:
     done = bash(r"printf 'ok \xff\xfe end'", tmp_path)
     assert done.exit_code == 0
     assert done.output == "ok \ufffd\ufffd end"
+
+
+def test_kill_running_commands_ends_commands_in_flight(tmp_path: Path) -> None:
+    results: list[Completed] = []
+    pids = tmp_path / "pids"
+    worker = threading.Thread(
+        target=lambda: results.append(
+            bash(f"sleep 100 & echo $! > {pids}; wait", tmp_path, timeout=60)
+        )
+    )
+    started = time.monotonic()
+    worker.start()
+    deadline = time.monotonic() + 5
+    while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    child = int(pids.read_text())
+    try:
+        kill_running_commands()
+        worker.join(timeout=5)
+        assert not worker.is_alive()
+        assert time.monotonic() - started < 3
+        (done,) = results
+        assert done.exit_code == -signal.SIGKILL
+        assert not done.timed_out
+        assert wait_dead([child]) == []
+    finally:
+        kill_quietly([child])
+
+
+def test_kill_running_commands_with_nothing_running() -> None:
+    kill_running_commands()  # harmless

@@ -1,0 +1,101 @@
+"""summarize: run-level figures from attempt results."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from harness.results import AttemptResult, Failure, Status, Usage
+from harness.summary import summarize
+
+WHEN = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def attempt(
+    task: str,
+    epoch: int,
+    failure: Failure | None,
+    *,
+    tokens: tuple[int, int] = (0, 0),
+    cost: float = 0.0,
+    turns: int = 0,
+    wall: float = 0.0,
+) -> AttemptResult:
+    return AttemptResult(
+        task_id=task,
+        epoch=epoch,
+        status=Status.RESOLVED if failure is None else failure.status,
+        failure=failure,
+        usage=Usage(tokens_in=tokens[0], tokens_out=tokens[1], cost_usd=cost),
+        turns=turns,
+        wall_time_s=wall,
+        started_at=WHEN,
+        finished_at=WHEN,
+    )
+
+
+RESULTS = [
+    attempt("b", 1, None, tokens=(100, 10), cost=0.1, turns=3, wall=1.25),
+    attempt("a", 0, Failure.TESTS_FAILED, tokens=(200, 20), cost=0.2, turns=5, wall=2.5),
+    attempt("b", 0, None, tokens=(300, 30), cost=0.3, turns=7, wall=3.125),
+    attempt("a", 1, Failure.MODEL_API_ERROR, tokens=(0, 0), turns=0, wall=0.5),
+    attempt("c", 0, Failure.TURN_LIMIT, tokens=(400, 40), cost=0.0000004, turns=50, wall=10.0),
+]
+
+
+def test_summarize_values() -> None:
+    summary = summarize(RESULTS)
+    assert summary == {
+        "attempts": 5,
+        "resolved": 2,
+        "failed": 2,
+        "errors": 1,
+        "resolved_rate": 0.4,
+        "resolved_rate_judged": 0.5,
+        "failures": {"tests_failed": 1, "model_api_error": 1, "turn_limit": 1},
+        "tokens_in": 1000,
+        "tokens_out": 100,
+        "cost_usd": pytest.approx(0.6000004),
+        "turns": 65,
+        "wall_time_s": 17.375,
+        "per_task": {
+            "a": {"attempts": 2, "resolved": 0, "errors": 1},
+            "b": {"attempts": 2, "resolved": 2, "errors": 0},
+            "c": {"attempts": 1, "resolved": 0, "errors": 0},
+        },
+    }
+    assert list(summary["per_task"]) == ["a", "b", "c"]
+
+
+def test_summarize_nothing() -> None:
+    summary = summarize([])
+    assert summary["attempts"] == 0
+    assert summary["resolved_rate"] == 0.0
+    assert summary["resolved_rate_judged"] == 0.0
+    assert summary["failures"] == {}
+    assert summary["per_task"] == {}
+
+
+def test_summarize_only_errors() -> None:
+    summary = summarize(
+        [attempt("a", 0, Failure.INFRA_ERROR), attempt("a", 1, Failure.INFRA_ERROR)]
+    )
+    assert summary["errors"] == 2
+    assert summary["failed"] == 0
+    assert summary["resolved_rate"] == 0.0
+    assert summary["resolved_rate_judged"] == 0.0
+    assert summary["failures"] == {"infra_error": 2}
+
+
+def test_cost_is_rounded_to_micro_dollars() -> None:
+    summary = summarize(
+        [attempt("a", 0, None, cost=0.1234566), attempt("a", 1, None, cost=0.0000001)]
+    )
+    assert summary["cost_usd"] == 0.123457
+
+
+def test_every_failure_maps_to_one_status() -> None:
+    errors = {failure for failure in Failure if failure.status is Status.ERROR}
+    assert errors == {Failure.MODEL_API_ERROR, Failure.INFRA_ERROR}
+    assert all(failure.status is Status.FAILED for failure in set(Failure) - errors)
