@@ -5,11 +5,14 @@ files and test-runner configuration are restored from the task; the hidden
 tests are added; pytest runs confined, with the workspace kept off `sys.path`
 at interpreter start (`python -P`), the task's own configuration file named
 with `-c` (so no planted `pytest.toml` outranks it), plugins not auto-loaded,
-the package's own `addopts` ignored, and its JUnit report written to a folder
-outside the workspace. Outcomes are read from that report, never from printed output.
+the package's own `addopts` ignored, and its JUnit report streamed to the
+harness through a pipe: it can be appended to but not rewritten, and anything
+but exactly one well-formed document counts as no report. Outcomes are read
+from that report, never from printed output.
 
 Not covered: code under test runs in the same process as pytest, so code that
-deliberately patches pytest's reporting from inside is not stopped here.
+deliberately patches pytest's reporting from inside (or takes over the pipe
+before pytest writes to it) is not stopped here.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.junit import outcomes_for, parse_junit
+from harness.junit import ReportError, outcomes_for, parse_junit_report
 from harness.results import Failure, TestOutcome
 from harness.sandbox.baseline import BaselineError, apply_patch
 from harness.sandbox.confinement import scrubbed_env
+from harness.sandbox.process import REPORT_PLACEHOLDER
 from harness.sandbox.protocol import CommandRunner
 from harness.spec import PreparedTask
 
@@ -69,12 +73,13 @@ def _has_section(path: Path, section: str) -> bool:
     return parser.has_section(section)
 
 
-def pytest_argv(test_args: list[str], junit: Path, rootdir: Path, config: Path) -> list[str]:
+def pytest_argv(test_args: list[str], rootdir: Path, config: Path) -> list[str]:
+    """pytest's JUnit report goes to the report pipe (see `run_process`), never to a file."""
     return [
         sys.executable, "-P", "-m", "pytest", *test_args,
         f"--rootdir={rootdir}",
         "-c", str(config),
-        f"--junitxml={junit}",
+        f"--junitxml={REPORT_PLACEHOLDER}",
         "-o", "junit_family=xunit1",
         "-o", "addopts=",
         "-p", "no:cacheprovider",
@@ -115,14 +120,14 @@ def build_grading_tree(task: PreparedTask, patch: str, workspace: Path) -> None:
         shutil.copytree(task.hidden_dir, workspace, symlinks=True, dirs_exist_ok=True)
 
 
-def _config(task: PreparedTask, results: Path) -> Path:
+def _config(task: PreparedTask, workspace: Path) -> Path:
     """The task's own pytest configuration, named explicitly so no planted file outranks it."""
     name = pytest_config(task.workspace)
     if name is not None:
         return Path(name)  # the restored copy, relative to the grading workspace
-    empty = results / "pytest.ini"
+    empty = workspace / ".cursorbench-pytest.ini"
     empty.write_text("[pytest]\n")
-    return empty
+    return Path(empty.name)
 
 
 def grade(
@@ -135,36 +140,41 @@ def grade(
     started = time.monotonic()
     if grade_dir.exists():
         shutil.rmtree(grade_dir)
-    workspace, results, home = grade_dir / "workspace", grade_dir / "results", grade_dir / "home"
-    for folder in (results, home):
-        folder.mkdir(parents=True)
+    workspace, home = grade_dir / "workspace", grade_dir / "home"
+    home.mkdir(parents=True)
     try:
         build_grading_tree(task, patch, workspace)
     except (BaselineError, OSError) as error:
         return GradeReport(False, Failure.INFRA_ERROR, error=f"preparing the grading tree: {error}")
-    junit = results / "junit.xml"
-    argv = pytest_argv(task.verification.test_args, junit, workspace, _config(task, results))
+    argv = pytest_argv(task.verification.test_args, workspace, _config(task, workspace))
     env = scrubbed_env(home if runner.backend == "subprocess" else Path("/tmp"))
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     with slots or nullcontext():
         done = runner.run(
             argv,
             cwd=workspace,
-            writable=[workspace, results],
+            writable=[workspace],
             env=env,
             timeout=task.limits.test_timeout_s,
+            report=True,
         )
     verification = task.verification
-    tests = outcomes_for(verification.fail_to_pass + verification.pass_to_pass, parse_junit(junit))
+    try:
+        report = parse_junit_report(done.report or b"")
+        report_problem = None
+    except ReportError as error:
+        report, report_problem = {}, str(error)
+    tests = outcomes_for(verification.fail_to_pass + verification.pass_to_pass, report)
     resolved = not done.timed_out and all(o is TestOutcome.PASSED for o in tests.values())
     failure = None if resolved else Failure.TESTS_FAILED
+    error = report_problem
     if done.timed_out:
-        failure = Failure.TEST_TIMEOUT
+        failure, error = Failure.TEST_TIMEOUT, f"tests ran over {task.limits.test_timeout_s}s"
     return GradeReport(
         resolved=resolved,
         failure=failure,
         tests=tests,
-        error=f"tests ran over {task.limits.test_timeout_s}s" if done.timed_out else None,
+        error=error,
         duration_s=time.monotonic() - started,
         output=done.output,
     )

@@ -59,9 +59,10 @@ class Confinement:
         writable: Sequence[Path],
         env: Mapping[str, str],
         timeout: float,
+        report: bool = False,
     ) -> Completed:
         wrapped = self.wrap(argv, cwd=cwd, writable=writable)
-        return run_process(wrapped, cwd=cwd, env=env, timeout=timeout)
+        return run_process(wrapped, cwd=cwd, env=env, timeout=timeout, report=report)
 
     def self_test(self, scratch: Path) -> None:
         """Fails loudly when confined commands cannot run Python with pytest."""

@@ -28,6 +28,9 @@ _running: set[int] = set()  # process groups of commands in flight, for an inter
 _running_lock = threading.Lock()
 
 
+REPORT_PLACEHOLDER = "{report}"  # in argv: a path whose writes stream back as `report`
+
+
 @dataclass(frozen=True)
 class Completed:
     exit_code: int | None  # None when the command was killed
@@ -36,6 +39,7 @@ class Completed:
     timed_out: bool = False
     output_limit_hit: bool = False
     omitted_bytes: int = 0
+    report: bytes | None = None  # what the command wrote to its report path, in order
 
     @property
     def ok(self) -> bool:
@@ -84,23 +88,36 @@ def run_process(
     timeout: float,
     keep_bytes: int = KEEP_BYTES,
     max_output_bytes: int = MAX_OUTPUT_BYTES,
+    report: bool = False,
 ) -> Completed:
+    """Runs `argv`. With `report`, each REPORT_PLACEHOLDER in it becomes a path to a pipe
+    the harness drains: what is written there can be appended to, never rewritten."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    report_read, report_write = os.pipe() if report else (None, None)
+    if report_write is not None:
+        argv = [arg.replace(REPORT_PLACEHOLDER, f"/dev/fd/{report_write}") for arg in argv]
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=() if report_write is None else (report_write,),
+        )
+    finally:
+        if report_write is not None:
+            os.close(report_write)  # the child holds it now; EOF comes when the child is gone
     with _running_lock:
         _running.add(proc.pid)
     try:
-        return _collect(proc, start, timeout, keep_bytes, max_output_bytes)
+        return _collect(proc, start, timeout, keep_bytes, max_output_bytes, report_read)
     finally:
         _kill_group(proc)
+        if report_read is not None:
+            os.close(report_read)
         with _running_lock:
             _running.discard(proc.pid)
 
@@ -120,15 +137,20 @@ def _collect(
     timeout: float,
     keep_bytes: int,
     max_output_bytes: int,
+    report_fd: int | None,
 ) -> Completed:
     assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
     buffer = _HeadTail(keep_bytes)
+    report = bytearray()
+    sinks = {proc.stdout.fileno(): buffer.add}
+    if report_fd is not None:
+        sinks[report_fd] = report.extend
     timed_out = limit_hit = eof = False
     exited_at: float | None = None
     with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
+        for fd in sinks:
+            os.set_blocking(fd, False)
+            selector.register(fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             remaining = timeout - (now - start)
@@ -144,15 +166,14 @@ def _collect(
                 _wait_quietly(proc, min(remaining, 0.5))
                 continue
             wait = EXIT_GRACE_S if exited_at is not None else min(0.5, remaining)
-            if not selector.select(max(wait, 0.0)):
-                continue
-            chunk = _read_available(fd)
-            if chunk is None:
-                eof = True
-                selector.unregister(fd)
-                continue
-            buffer.add(chunk)
-            if buffer.total > max_output_bytes:
+            for key, _ in selector.select(max(wait, 0.0)):
+                chunk = _read_available(key.fd)
+                if chunk is None:
+                    selector.unregister(key.fd)
+                else:
+                    sinks[key.fd](chunk)
+            eof = not selector.get_map()
+            if buffer.total + len(report) > max_output_bytes:
                 limit_hit = True
                 break
     _kill_group(proc)
@@ -166,6 +187,7 @@ def _collect(
         timed_out=timed_out,
         output_limit_hit=limit_hit,
         omitted_bytes=buffer.omitted,
+        report=bytes(report) if report_fd is not None else None,
     )
 
 

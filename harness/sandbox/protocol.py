@@ -32,7 +32,11 @@ class CommandRunner(Protocol):
         writable: Sequence[Path],
         env: Mapping[str, str],
         timeout: float,
-    ) -> Completed: ...
+        report: bool = False,
+    ) -> Completed:
+        """With `report`, REPORT_PLACEHOLDER in argv names an append-only path whose bytes
+        come back as `Completed.report`."""
+        ...
 
 
 class Sandbox(Protocol):

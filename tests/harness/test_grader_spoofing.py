@@ -500,7 +500,6 @@ def test_earlier_runs_trajectories_are_not_readable(
 
 REPORT_FORGING_INIT = """
     import atexit
-    import re
     import sys
 
 
@@ -512,36 +511,39 @@ REPORT_FORGING_INIT = """
         return ""
 
 
+    FORGED = (
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">'
+        + "".join(
+            f'<testcase classname="{c}" name="{n}" />'
+            for c, n in [CASES]
+        )
+        + "</testsuite></testsuites>"
+    )
+
+
     def _forge():
+        # After pytest wrote its report: overwrite it with one where everything passed.
         for arg in sys.argv:
             if arg.startswith("--junitxml="):
-                path = arg.split("=", 1)[1]
-                with open(path) as report:
-                    xml = report.read()
-                xml = re.sub(r"<(failure|error)\\b.*?</\\1>", "", xml, flags=re.S)
-                with open(path, "w") as report:
-                    report.write(xml)
+                with open(arg.split("=", 1)[1], "w") as report:
+                    report.write(FORGED)
 
 
     atexit.register(_forge)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "KNOWN LIMITATION (harness/grading.py docstring): code under test runs inside the "
-        "pytest process, and the JUnit report's folder is writable by it, so an atexit hook "
-        "in the package can strip every <failure> from the report after pytest wrote it"
-    ),
-)
 def test_package_code_rewriting_the_junit_report(run_benchmark, serve) -> None:
+    from harness.junit import junit_key
+
+    cases = ", ".join(repr(junit_key(test)) for test in FAIL_TO_PASS + PASS_TO_PASS)
     init = (bundled_suite() / "repos" / "textkit" / "textkit" / "__init__.py").read_text()
     init = init.replace("from .slug import slugify, unique_slug\n", "")
+    forging = textwrap.dedent(REPORT_FORGING_INIT).replace("[CASES]", f"[{cases}]")
     attempted = attempt(
-        run_benchmark,
-        serve,
-        [write("textkit/__init__.py", init + textwrap.dedent(REPORT_FORGING_INIT))],
-        sandbox="auto",
+        run_benchmark, serve, [write("textkit/__init__.py", init + forging)], sandbox="auto"
     )
-    assert_not_fooled(attempted)
+    result = attempted.result
+    assert result.failure is Failure.TESTS_FAILED and not result.resolved
+    assert "not one JUnit document" in (result.error or "")
+    assert not any(result.tests[test] is Outcome.PASSED for test in FAIL_TO_PASS)
