@@ -117,16 +117,16 @@ def run(
         for warning in runner.run.warnings:
             errors.print(f"[bold yellow]warning:[/] {warning}")
         pending = runner.pending()
-        with ProgressBar(len(runner.finished), len(runner.finished) + len(pending)) as advance:
-            try:
-                outcome = runner.execute(on_result=advance)
-            except RunInterrupted as stop:
-                kill_running_commands()
-                errors.print(f"{stop}; run the same command again to resume")
-                sys.stderr.flush()
-                # Attempts still in flight hold worker threads that the interpreter would
-                # wait for; everything finished is already on disk, so leave now.
-                os._exit(EXIT_INTERRUPTED)
+        try:
+            with ProgressBar(len(runner.finished), len(runner.finished) + len(pending)) as bar:
+                outcome = runner.execute(on_result=bar)
+        except RunInterrupted as stop:
+            kill_running_commands()
+            errors.print(f"{stop}; run the same command again to resume")
+            sys.stderr.flush()
+            # Attempts still in flight hold worker threads that the interpreter would
+            # wait for; everything finished is already on disk, so leave now.
+            os._exit(EXIT_INTERRUPTED)
     print_run(console, outcome.run, outcome.results)
     for warning in outcome.store_warnings:
         errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -27,7 +28,31 @@ def summarize(results: list[AttemptResult]) -> dict[str, Any]:
         "cost_usd": round(sum(result.usage.cost_usd for result in results), 6),
         "turns": sum(result.turns for result in results),
         "wall_time_s": round(sum(result.wall_time_s for result in results), 3),
+        "pass_at_k": pass_at(results),
         "per_task": _per_task(results),
+    }
+
+
+def pass_at_k(attempts: int, resolved: int, k: int) -> float:
+    """Unbiased pass@k of one task from `attempts` samples, `resolved` of them good."""
+    if attempts - resolved < k:
+        return 1.0
+    return 1.0 - math.comb(attempts - resolved, k) / math.comb(attempts, k)
+
+
+def pass_at(results: list[AttemptResult]) -> dict[str, float]:
+    """Mean pass@k over tasks, for k = 1 and k = the fewest attempts any task has."""
+    counts: dict[str, list[int]] = {}
+    for result in results:
+        tally = counts.setdefault(result.task_id, [0, 0])
+        tally[0] += 1
+        tally[1] += result.resolved
+    if not counts:
+        return {}
+    most = min(attempts for attempts, _ in counts.values())
+    return {
+        str(k): sum(pass_at_k(n, c, k) for n, c in counts.values()) / len(counts)
+        for k in sorted({1, most})
     }
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from harness.results import AttemptResult, Failure, Status, Usage
-from harness.summary import summarize
+from harness.summary import pass_at_k, summarize
 
 WHEN = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -59,6 +59,7 @@ def test_summarize_values() -> None:
         "cost_usd": pytest.approx(0.6000004),
         "turns": 65,
         "wall_time_s": 17.375,
+        "pass_at_k": {"1": pytest.approx(1 / 3)},  # c has one attempt, so k stops at 1
         "per_task": {
             "a": {"attempts": 2, "resolved": 0, "errors": 1},
             "b": {"attempts": 2, "resolved": 2, "errors": 0},
@@ -99,3 +100,26 @@ def test_every_failure_maps_to_one_status() -> None:
     errors = {failure for failure in Failure if failure.status is Status.ERROR}
     assert errors == {Failure.MODEL_API_ERROR, Failure.INFRA_ERROR}
     assert all(failure.status is Status.FAILED for failure in set(Failure) - errors)
+
+
+def test_pass_at_k_matches_the_unbiased_estimator() -> None:
+    assert pass_at_k(attempts=4, resolved=0, k=2) == 0.0
+    assert pass_at_k(attempts=4, resolved=4, k=2) == 1.0
+    assert pass_at_k(attempts=4, resolved=1, k=1) == pytest.approx(0.25)
+    assert pass_at_k(attempts=4, resolved=1, k=2) == pytest.approx(1 - 3 / 6)  # C(3,2)/C(4,2)
+    assert pass_at_k(attempts=3, resolved=2, k=2) == 1.0  # fewer failures than k
+
+
+def test_pass_at_k_over_tasks_and_epochs() -> None:
+    failed = Failure.TESTS_FAILED
+    results = [
+        attempt("a", 0, None),
+        attempt("a", 1, failed),
+        attempt("b", 0, failed),
+        attempt("b", 1, failed),
+    ]
+    assert summarize(results)["pass_at_k"] == {
+        "1": pytest.approx((0.5 + 0.0) / 2),
+        "2": pytest.approx((1.0 + 0.0) / 2),
+    }
+    assert summarize([])["pass_at_k"] == {}
