@@ -90,6 +90,9 @@ def run(
     price_input: Annotated[float | None, typer.Option(help="$ per M input tokens.")] = None,
     price_output: Annotated[float | None, typer.Option(help="$ per M output tokens.")] = None,
     keep_workspaces: Annotated[bool, typer.Option(help="Keep attempt folders.")] = False,
+    retry_errors: Annotated[
+        bool, typer.Option(help="On resume, run again the attempts that ended in error.")
+    ] = False,
 ) -> None:
     """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
     request = RunRequest(
@@ -111,6 +114,7 @@ def run(
         price_input=price_input,
         price_output=price_output,
         keep_workspaces=keep_workspaces,
+        retry_errors=retry_errors,
     )
     with ExitStack() as stack:
         runner = start_run(request, stack)

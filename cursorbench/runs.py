@@ -53,6 +53,7 @@ class RunRequest(BaseModel):
     price_input: float | None = Field(default=None, ge=0)
     price_output: float | None = Field(default=None, ge=0)
     keep_workspaces: bool = False
+    retry_errors: bool = False
 
     @property
     def embedded(self) -> bool:
@@ -158,6 +159,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         concurrency=request.concurrency,
         max_sandbox_commands=request.max_sandbox_commands or (os.cpu_count() or 2),
         keep_workspaces=request.keep_workspaces,
+        retry_errors=request.retry_errors,
         warnings=warnings,
     )
     confinement = Confinement(backend=backend, hidden=hidden)

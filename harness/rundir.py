@@ -116,5 +116,14 @@ class RunDir:
             file.flush()
             os.fsync(file.fileno())
 
+    def rewrite(self, results: list[AttemptResult]) -> None:
+        """Replaces the attempts file at once (for dropping attempts to run again)."""
+        temporary = self.attempts_path.with_name(ATTEMPTS_FILE + ".tmp")
+        with temporary.open("w", encoding="utf-8") as file:
+            file.writelines(result.model_dump_json() + "\n" for result in results)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, self.attempts_path)
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json_atomic(self.path / SUMMARY_FILE, summary)

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.attempt import AttemptEnvironment, run_attempt
 from harness.executor import Executor, LocalExecutor
 from harness.model import ChatModel
-from harness.results import Attempt, AttemptResult, RunInfo
+from harness.results import Attempt, AttemptResult, RunInfo, Status
 from harness.rundir import RunDir
 from harness.sandbox import Confinement
 from harness.spec import PreparedTask
@@ -57,6 +57,7 @@ class ResultStore(Protocol):
     def record(self, run_id: str, result: AttemptResult) -> None: ...
     def attempt_keys(self, run_id: str) -> set[str]: ...
     def finish_run(self, run_id: str, summary: dict) -> None: ...
+    def delete_attempts(self, run_id: str, keys: set[str]) -> None: ...
 
 
 @dataclass
@@ -66,6 +67,7 @@ class RunOptions:
     work_dir: Path
     concurrency: int = 4
     max_sandbox_commands: int = 2
+    retry_errors: bool = False  # attempts that ended in `error` are run again on resume
     keep_workspaces: bool = False
     warnings: list[str] = field(default_factory=list)
 
@@ -107,6 +109,8 @@ class Runner:
         run_dir.lock()
         self.run = run_dir.open(self._fresh_run_info(confinement))
         self.finished = run_dir.finished()
+        if options.retry_errors:
+            self._forget_errors()
         self.environment = AttemptEnvironment(
             model=model,
             confinement=confinement,
@@ -175,6 +179,15 @@ class Runner:
         identity = {"run_id": self.run.id, "model": self.run.model}
         identity |= {"endpoint": self.run.endpoint_label, "sandbox": self.run.sandbox}
         return identity | summarize(self.results())
+
+    def _forget_errors(self) -> None:
+        """Drops errored attempts from the folder and the store, so they run again."""
+        errored = {key for key, r in self.finished.items() if r.status is Status.ERROR}
+        if not errored:
+            return
+        self.finished = {k: r for k, r in self.finished.items() if k not in errored}
+        self.run_dir.rewrite(self.results())
+        self._store("delete_attempts", self.run.id, errored)
 
     def _sync_store(self) -> None:
         if self.store is None:

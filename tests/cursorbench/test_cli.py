@@ -219,3 +219,32 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
         done.stderr
         == "error: Invalid value for '--epochs': Input should be greater than or equal to 1\n"
     )
+
+
+class Recovering:
+    """A double that answers 503 until told the outage is over, then only says "done"."""
+
+    models = ["recovering-double"]
+
+    def __init__(self) -> None:
+        self.down = True
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        return (FailingDouble(503) if self.down else DoneOnlyDouble()).respond(request)
+
+
+def test_retry_errors_reruns_only_the_errored_attempts(tmp_path: Path, serve) -> None:
+    endpoint = Recovering()
+    out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    args = ["run", "--base-url", serve(endpoint), "--model", "recovering-double",
+            "--tasks", "textkit-*", "--out", str(out), "--db", db,
+            "--max-retries", "0"]  # fmt: skip
+    assert cursorbench(*args).returncode == 0
+    assert {line["status"] for line in attempt_lines(out)} == {"error"}
+    endpoint.down = False
+    assert cursorbench(*args).returncode == 0
+    assert {line["status"] for line in attempt_lines(out)} == {"error"}  # plain resume: kept
+    assert cursorbench(*args, "--retry-errors").returncode == 0
+    lines = attempt_lines(out)
+    assert len(lines) == 2 and {line["failure"] for line in lines} == {"empty_diff"}
+    assert db_rows(db) == [("textkit-case-styles", 0), ("textkit-slugify", 0)]
