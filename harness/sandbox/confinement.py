@@ -27,6 +27,7 @@ from pathlib import Path
 from harness.sandbox.process import Completed, run_process
 
 BWRAP = "bwrap"
+MAX_FILE_BYTES = 1 << 30  # no single file written in the sandbox grows past this
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 UNCONFINED_WARNING = (
     "UNCONFINED: bubblewrap is not available, so agent commands and tests run as plain "
@@ -41,6 +42,7 @@ class Confinement:
 
     backend: str  # "bubblewrap" or "subprocess"
     hidden: tuple[Path, ...] = field(default=())
+    max_file_bytes: int = MAX_FILE_BYTES
 
     @property
     def confined(self) -> bool:
@@ -49,7 +51,15 @@ class Confinement:
     def wrap(self, argv: Sequence[str], *, cwd: Path, writable: Sequence[Path]) -> list[str]:
         if not self.confined:
             return list(argv)
-        return [*bwrap_prefix(cwd=cwd, writable=writable, hidden=self.hidden), *argv]
+        prefix = bwrap_prefix(cwd=cwd, writable=writable, hidden=self.hidden)
+        return [*prefix, *self._limits(), *argv]
+
+    def _limits(self) -> list[str]:
+        """Per-process limits; with capabilities dropped they cannot be raised again."""
+        if shutil.which("prlimit") is None:
+            return []
+        size = self.max_file_bytes
+        return ["prlimit", f"--fsize={size}:{size}", "--"]
 
     def run(
         self,
@@ -118,6 +128,8 @@ def bwrap_prefix(*, cwd: Path, writable: Sequence[Path], hidden: Sequence[Path])
         args += ["--bind", str(path), str(path)]
     args += ["--remount-ro", "/"]  # the root bubblewrap builds is itself read-only
     args += [
+        "--cap-drop",  # as root, bubblewrap would otherwise keep every capability, and
+        "ALL",  # CAP_SYS_ADMIN can remount the read-only binds writable
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",
