@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
-from cursorbench.loader import TaskFileError, bundled_suite, load_tasks, select_tasks
+from cursorbench.loader import TaskFileError, tasks_from_options
 from cursorbench.report import print_run
 from cursorbench.runs import RunRequest, UsageError, start_run
 from cursorbench.validate import validate_task
@@ -176,20 +176,13 @@ def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`
     )
 
 
-def _tasks(patterns: list[str] | None) -> list:
-    values = patterns or []
-    paths = [Path(v) for v in values if Path(v).exists()]
-    globs = [v for v in values if not Path(v).exists()]
-    return select_tasks(load_tasks(paths or [bundled_suite()]), globs)
-
-
 @tasks_app.command("list")
 def tasks_list(tasks: TasksOption = None) -> None:
     """List tasks: id, category, suite version, prompt length."""
     from rich.table import Table
 
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
-    for task in _tasks(tasks):
+    for task in tasks_from_options(tasks or []):
         check = task.verification
         table.add_row(
             task.id,
@@ -206,7 +199,7 @@ def tasks_list(tasks: TasksOption = None) -> None:
 def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
     """Show one task: its prompt, source, mutation, verification and limits."""
     paths = [value for value in tasks or [] if Path(value).exists()]
-    (task,) = _tasks([*paths, task_id])
+    (task,) = tasks_from_options([*paths, task_id])
     console.print_json(task.model_dump_json())
 
 
@@ -220,7 +213,7 @@ def tasks_validate(
     FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably."""
     backend = choose_backend(sandbox)
     problems = 0
-    for task in _tasks(tasks):
+    for task in tasks_from_options(tasks or []):
         report = validate_task(build(task), backend, repeat)
         problems += bool(report)
         mark = "[red]INVALID[/]" if report else "[green]ok[/]"

@@ -77,5 +77,12 @@ def select_tasks(tasks: list[Task], patterns: list[str]) -> list[Task]:
     return [t for t in tasks if any(fnmatch.fnmatchcase(t.id, p) for p in patterns)]
 
 
+def tasks_from_options(values: list[str]) -> list[Task]:
+    """`--tasks` values: task files or suite folders, else id globs over the bundled suite."""
+    paths = [Path(value) for value in values if Path(value).exists()]
+    globs = [value for value in values if not Path(value).exists()]
+    return select_tasks(load_tasks(paths or [bundled_suite()]), globs)
+
+
 def bundled_suite() -> Path:
     return Path(__file__).parent / "suite"

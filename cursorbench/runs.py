@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from cursorbench.loader import bundled_suite, load_tasks, select_tasks
+from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.workspace import BuiltTask, build, cache_home
 from harness.model import OpenAIChatModel, RetryPolicy
@@ -79,14 +79,6 @@ def default_db_url() -> str:
     return os.environ.get("CURSORBENCH_DB", f"sqlite:///{default}")
 
 
-def select_and_build(patterns: list[str]) -> list[BuiltTask]:
-    """`--tasks` values: task files or suite folders, else id globs over the bundled suite."""
-    paths = [Path(value) for value in patterns if Path(value).exists()]
-    globs = [value for value in patterns if not Path(value).exists()]
-    tasks = load_tasks(paths or [bundled_suite()])
-    return [build(task) for task in select_tasks(tasks, globs)]
-
-
 def _price(request: RunRequest, model: str) -> tuple[Price | None, list[str]]:
     if request.price_input is not None or request.price_output is not None:
         return Price(input=request.price_input or 0, output=request.price_output or 0), []
@@ -121,7 +113,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
 
     model = request.model_name()
     out = request.out_dir()
-    built = select_and_build(request.tasks)
+    built = [build(task) for task in tasks_from_options(request.tasks)]
     backend = choose_backend(request.sandbox)
     warnings = [] if backend == "bubblewrap" else [UNCONFINED_WARNING]
     price, price_warnings = _price(request, model)

@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.agent import AgentOutcome, run_agent
 from harness.grading import GradeReport, grade
 from harness.model import ChatModel
-from harness.results import Attempt, AttemptResult, Failure, Status
+from harness.results import Attempt, AttemptResult, Failure, Status, TestOutcome
 from harness.sandbox import Confinement, LocalSandbox, Sandbox
 from harness.sandbox.baseline import diff_stats
 from harness.spec import PreparedTask
@@ -116,6 +116,6 @@ def _graded(report: GradeReport) -> dict:
     if report.resolved:
         return fields | {"status": Status.RESOLVED}
     assert report.failure is not None
-    failing = sum(1 for outcome in report.tests.values() if outcome.value != "passed")
+    failing = sum(outcome is not TestOutcome.PASSED for outcome in report.tests.values())
     message = report.error or f"{failing} of {len(report.tests)} tests did not pass"
     return fields | _failed(report.failure, message)
