@@ -25,7 +25,7 @@ from cursorbench.runs import RunRequest, UsageError, start_run
 from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build
 from harness.pricing import PriceTableError
-from harness.results import AttemptResult
+from harness.results import AttemptResult, in_order
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
@@ -171,9 +171,7 @@ def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`
     stored = folder.existing_run()
     if stored is None:
         raise RunDirError(f"{out}: not a run folder (no run.json)")
-    print_run(
-        console, stored, sorted(folder.finished().values(), key=lambda r: (r.task_id, r.epoch))
-    )
+    print_run(console, stored, in_order(folder.finished().values()))
 
 
 @tasks_app.command("list")

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
-from cursorbench.workspace import BuiltTask, build, cache_home
+from cursorbench.workspace import build, cache_home
 from harness.model import OpenAIChatModel, RetryPolicy
 from harness.openai_server import OpenAIServer
 from harness.pricing import Price, load_price_table, price_for
@@ -26,6 +26,7 @@ from harness.rundir import RunDir
 from harness.runner import RunConfig, Runner, RunOptions
 from harness.sandbox import UNCONFINED_WARNING, Confinement, choose_backend
 from harness.sandbox.confinement import default_hidden_paths
+from harness.spec import PreparedTask
 
 EMBEDDED_BASE_URL = "embedded://reference-solver"
 
@@ -89,13 +90,13 @@ def _price(request: RunRequest, model: str) -> tuple[Price | None, list[str]]:
 
 
 def _hidden_paths(
-    built: list[BuiltTask], out: Path, db_url: str, warnings: list[str]
+    tasks: list[PreparedTask], out: Path, db_url: str, warnings: list[str]
 ) -> tuple[Path, ...]:
     hidden = [*default_hidden_paths(), cache_home(), out.resolve()]
     if db_url.startswith("sqlite:///"):
         hidden.append(Path(db_url.removeprefix("sqlite:///")).resolve())
-    for task in built:
-        hidden.extend(task.prepared().secret_paths)
+    for task in tasks:
+        hidden.extend(task.secret_paths)
     # Hiding a folder that holds the interpreter would leave sandboxed commands without Python.
     python = Path(sys.prefix).resolve()
     kept = [path for path in hidden if not python.is_relative_to(path.resolve())]
@@ -145,7 +146,8 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     db_url = request.db or default_db_url()
     store = open_store(db_url)
     stack.callback(store.close)
-    hidden = _hidden_paths(built, out, db_url, warnings)
+    tasks = [task.prepared() for task in built]
+    hidden = _hidden_paths(tasks, out, db_url, warnings)
     options = RunOptions(
         work_dir=cache_home() / "attempts",
         concurrency=request.concurrency,
@@ -156,7 +158,6 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     )
     confinement = Confinement(backend=backend, hidden=hidden)
     confinement.self_test(cache_home() / "self-test")
-    tasks = [task.prepared() for task in built]
     runner = Runner(tasks, config, options, client, confinement, RunDir(out), store)
     stack.callback(runner.run_dir.unlock)
     return runner

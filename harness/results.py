@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
@@ -126,3 +127,8 @@ class RunInfo(BaseModel):
     sandbox: str = Field(description="Sandbox backend actually used, e.g. 'bubblewrap'.")
     warnings: list[str] = Field(default_factory=list)
     out_dir: str | None = None
+
+
+def in_order(results: Iterable[AttemptResult]) -> list[AttemptResult]:
+    """Results by task id, then epoch: the order tables and summaries list them in."""
+    return sorted(results, key=lambda result: (result.task_id, result.epoch))

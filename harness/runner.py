@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.attempt import AttemptEnvironment, run_attempt
 from harness.executor import Executor, LocalExecutor
 from harness.model import ChatModel
-from harness.results import Attempt, AttemptResult, RunInfo, Status
+from harness.results import Attempt, AttemptResult, RunInfo, Status, in_order
 from harness.rundir import RunDir
 from harness.sandbox import Confinement
 from harness.spec import PreparedTask
@@ -173,7 +173,7 @@ class Runner:
         return run_attempt(self.tasks[attempt.task_id], attempt, self.environment)
 
     def results(self) -> list[AttemptResult]:
-        return sorted(self.finished.values(), key=lambda r: (r.task_id, r.epoch))
+        return in_order(self.finished.values())
 
     def summary(self) -> dict:
         identity = {"run_id": self.run.id, "model": self.run.model}

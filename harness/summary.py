@@ -6,7 +6,7 @@ import math
 from collections import Counter
 from typing import Any
 
-from harness.results import AttemptResult, Status
+from harness.results import AttemptResult, Status, in_order
 
 
 def summarize(results: list[AttemptResult]) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def pass_at(results: list[AttemptResult]) -> dict[str, float]:
 
 def _per_task(results: list[AttemptResult]) -> dict[str, dict[str, int]]:
     table: dict[str, dict[str, int]] = {}
-    for result in sorted(results, key=lambda r: (r.task_id, r.epoch)):
+    for result in in_order(results):
         row = table.setdefault(result.task_id, {"attempts": 0, "resolved": 0, "errors": 0})
         row["attempts"] += 1
         row["resolved"] += result.resolved
