@@ -24,8 +24,8 @@ from harness.openai_server import OpenAIServer
 from harness.pricing import Price, load_price_table, price_for
 from harness.rundir import RunDir
 from harness.runner import RunConfig, Runner, RunOptions
-from harness.sandbox import UNCONFINED_WARNING, Confinement, choose_backend
-from harness.sandbox.confinement import default_hidden_paths
+from harness.sandbox import UNCONFINED_WARNING, SandboxSettings, choose_backend, open_backend
+from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask
 
 EMBEDDED_BASE_URL = "embedded://reference-solver"
@@ -151,13 +151,13 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     options = RunOptions(
         work_dir=cache_home() / "attempts",
         concurrency=request.concurrency,
-        max_sandbox_commands=request.max_sandbox_commands or (os.cpu_count() or 2),
         keep_workspaces=request.keep_workspaces,
         retry_errors=request.retry_errors,
         warnings=warnings,
     )
-    confinement = Confinement(backend=backend, hidden=hidden)
-    confinement.self_test(cache_home() / "self-test")
-    runner = Runner(tasks, config, options, client, confinement, RunDir(out), store)
+    slots = threading.Semaphore(request.max_sandbox_commands or (os.cpu_count() or 2))
+    sandboxes = open_backend(backend, SandboxSettings(hidden=hidden, command_slots=slots))
+    sandboxes.self_test(cache_home() / "self-test")
+    runner = Runner(tasks, config, options, client, sandboxes, RunDir(out), store)
     stack.callback(runner.run_dir.unlock)
     return runner

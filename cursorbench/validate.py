@@ -14,22 +14,22 @@ from pathlib import Path
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.grading import grade
 from harness.results import TestOutcome
-from harness.sandbox import Confinement
+from harness.sandbox import SandboxSettings, open_backend
 
 
 def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     """Problems found; an empty list means the task is valid."""
     prepared = built.prepared()
-    confinement = Confinement(backend=backend, hidden=tuple(prepared.secret_paths))
-    confinement.self_test(cache_home() / "self-test")
+    sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(prepared.secret_paths)))
+    sandboxes.self_test(cache_home() / "self-test")
     check = prepared.verification
     problems: list[str] = []
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as scratch:
         for run in range(repeat):
-            solved = grade(prepared, built.reference_patch, Path(scratch) / "ref", confinement)
-            unsolved = grade(prepared, "", Path(scratch) / "base", confinement)
+            solved = grade(prepared, built.reference_patch, sandboxes, Path(scratch) / "ref")
+            unsolved = grade(prepared, "", sandboxes, Path(scratch) / "base")
             label = f"run {run + 1}:"
             for test, outcome in solved.tests.items():
                 if outcome is not TestOutcome.PASSED:

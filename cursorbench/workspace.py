@@ -25,7 +25,7 @@ from cursorbench.task import FolderSource, Operation, RemoveFile, RemoveSymbol, 
 from harness.sandbox.baseline import Baseline
 from harness.spec import PreparedTask
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 READY_MARKER = "READY"

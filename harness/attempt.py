@@ -2,24 +2,27 @@
 
 Whatever goes wrong inside an attempt ends as an `AttemptResult` with a typed
 failure; nothing here raises into the runner, so one bad attempt never stops
-a run.
+a run. Blame goes to the right party: what the agent's own actions cause
+(a resource limit, a change that cannot be taken or applied, tampering) is
+`failed` with its type; `error` is kept for the endpoint and the harness.
 """
 
 from __future__ import annotations
 
-import shutil
-import threading
+import random
 import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.agent import AgentOutcome, run_agent
+from harness.flags import scan
 from harness.grading import GradeReport, grade
 from harness.model import ChatModel
 from harness.results import Attempt, AttemptResult, Failure, Status, TestOutcome
-from harness.sandbox import Confinement, LocalSandbox, Sandbox
+from harness.sandbox import PatchRejected, ResourceLimitExceeded, Sandbox, SandboxBackend
 from harness.sandbox.baseline import diff_stats
+from harness.sandbox.local import remove_tree
 from harness.spec import PreparedTask
 from harness.trajectory import Trajectory
 
@@ -29,16 +32,13 @@ class AttemptEnvironment:
     """What every attempt of a run shares."""
 
     model: ChatModel
-    confinement: Confinement
+    backend: SandboxBackend
     work_dir: Path  # attempts' scratch folders (hidden from agents)
     run_dir: Path  # trajectories are written under it
-    command_slots: threading.Semaphore | None = None
     keep_workspaces: bool = False
 
     def open_sandbox(self, task: PreparedTask, scratch: Path) -> Sandbox:
-        return LocalSandbox(
-            scratch / "sandbox", task.workspace, self.confinement, self.command_slots
-        )
+        return self.backend.open(task.workspace, scratch / "sandbox")
 
 
 def trajectory_path(attempt: Attempt) -> str:
@@ -80,14 +80,30 @@ def _attempt(
         if outcome.failure is not None:
             return base | _failed(outcome.failure, outcome.message)
         patch = sandbox.diff()
+        if not env.keep_workspaces:
+            sandbox.close()
+            sandbox = None
         added, removed = diff_stats(patch)
         base |= {"diff_lines_added": added, "diff_lines_removed": removed}
-        trajectory.write("diff", patch=patch)
+        base["flags"] = scan(patch, task.verification.protected_paths)
+        trajectory.write("diff", patch=patch, flags=base["flags"])
         if not patch.strip():
             return base | _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
-        report = grade(task, patch, scratch / "grade", env.confinement, env.command_slots)
-        trajectory.write("grade", tests=report.tests, output=report.output[-4000:])
+        report = grade(task, patch, env.backend, scratch / "grade", random.Random())
+        trajectory.write(
+            "grade",
+            tests=report.tests,
+            canaries_passed=report.canaries_passed,
+            dropped=report.dropped,
+            output=report.output[-4000:],
+        )
         return base | _graded(report)
+    except ResourceLimitExceeded as limit:
+        trajectory.write("limit", message=str(limit))
+        return base | _failed(Failure.RESOURCE_LIMIT, str(limit))
+    except PatchRejected as rejected:
+        trajectory.write("rejected", message=str(rejected))
+        return base | _failed(Failure.PATCH_REJECTED, str(rejected))
     except Exception as error:  # one broken attempt must not stop the run
         trajectory.write("exception", traceback=traceback.format_exc())
         return base | _failed(Failure.INFRA_ERROR, f"{type(error).__name__}: {error}")
@@ -95,7 +111,7 @@ def _attempt(
         if sandbox is not None and not env.keep_workspaces:
             sandbox.close()
         if not env.keep_workspaces:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
 
 def _agent_fields(outcome: AgentOutcome) -> dict:

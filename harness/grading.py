@@ -1,39 +1,44 @@
-"""Scoring an attempt in a clean state.
+"""Scoring an attempt in a clean state, inside a fresh sandbox of the run's backend.
 
-The agent's patch is applied to a fresh copy of the prepared workspace; test
-files and test-runner configuration are restored from the task; the hidden
-tests are added; pytest runs confined, with the workspace kept off `sys.path`
-at interpreter start (`python -P`), the task's own configuration file named
-with `-c` (so no planted `pytest.toml` outranks it), plugins not auto-loaded,
-the package's own `addopts` ignored, and its JUnit report streamed to the
-harness through a pipe: it can be appended to but not rewritten, and anything
-but exactly one well-formed document counts as no report. Outcomes are read
-from that report, never from printed output.
+1. The agent's change arrives as patch text. `patch.grading_change` drops
+   what touches test files, test configuration or hidden tests, and links
+   that leave the workspace (pure text work: nothing on disk is read).
+2. A fresh sandbox opens over the prepared workspace with the hidden tests,
+   each carrying its canaries (`canaries.py`), laid over it: all trusted
+   content, copied before any of the agent's change exists there.
+3. The change is applied inside the sandbox (`git apply`, confined).
+4. pytest runs inside with the workspace mounted read-only, kept off
+   `sys.path` at start (`python -P`), the task's own configuration named with
+   `-c`, plugins not auto-loaded, the package's `addopts` ignored, and its
+   JUnit report streamed to the harness through a pipe (append-only; anything
+   but one well-formed document counts as no report).
+5. `judge` turns the report into a verdict: a pure function.
 
-Not covered: code under test runs in the same process as pytest, so code that
-deliberately patches pytest's reporting from inside (or takes over the pipe
-before pytest writes to it) is not stopped here.
+Not prevented: code under test shares pytest's process, so it can patch
+pytest's reporting or inspect the calling test. The canaries detect that: a
+canary that passes fails the attempt with `grader_tampering`.
 """
 
 from __future__ import annotations
 
 import configparser
+import random
 import shutil
 import sys
-import threading
 import time
 import tomllib
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.junit import ReportError, outcomes_for, parse_junit_report
+from harness import canaries
+from harness.junit import ReportError, junit_key, outcomes_for, parse_junit_report
+from harness.patch import GradingChange, PatchFormatError, glob_regex, grading_change
 from harness.results import Failure, TestOutcome
-from harness.sandbox.baseline import BaselineError, apply_patch
-from harness.sandbox.confinement import scrubbed_env
-from harness.sandbox.process import REPORT_PLACEHOLDER
-from harness.sandbox.protocol import CommandRunner
-from harness.spec import PreparedTask
+from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
+from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
+from harness.spec import PreparedTask, Verification
+
+EMPTY_CONFIG = ".cursorbench-pytest.ini"
 
 
 @dataclass
@@ -44,6 +49,8 @@ class GradeReport:
     error: str | None = None
     duration_s: float = 0.0
     output: str = ""
+    canaries_passed: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # parts of the change grading ignored
 
 
 def pytest_config(root: Path) -> str | None:
@@ -73,12 +80,12 @@ def _has_section(path: Path, section: str) -> bool:
     return parser.has_section(section)
 
 
-def pytest_argv(test_args: list[str], rootdir: Path, config: Path) -> list[str]:
+def pytest_argv(test_args: list[str], rootdir: str, config: str) -> list[str]:
     """pytest's JUnit report goes to the report pipe (see `run_process`), never to a file."""
     return [
         sys.executable, "-P", "-m", "pytest", *test_args,
         f"--rootdir={rootdir}",
-        "-c", str(config),
+        "-c", config,
         f"--junitxml={REPORT_PLACEHOLDER}",
         "-o", "junit_family=xunit1",
         "-o", "addopts=",
@@ -88,93 +95,112 @@ def pytest_argv(test_args: list[str], rootdir: Path, config: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def matching(root: Path, patterns: list[str]) -> list[Path]:
-    found = {path for pattern in patterns for path in root.glob(pattern)}
-    return sorted(found, key=lambda path: len(path.parts))
+def protected_files(task: PreparedTask) -> set[str]:
+    """Files of the prepared workspace under the protected patterns, plus the hidden tests."""
+    regexes = [glob_regex(pattern) for pattern in task.verification.protected_paths]
+    found = set(task.verification.hidden_tests)
+    for path in task.workspace.rglob("*"):
+        relative = path.relative_to(task.workspace).as_posix()
+        if any(regex.fullmatch(relative) for regex in regexes):
+            found.add(relative)
+    return found
 
 
-def restore_protected(original: Path, target: Path, patterns: list[str]) -> None:
-    """Makes every protected path in `target` exactly what it is in `original`.
-
-    A pattern that matches a folder (`tests/**` matches `tests/` itself) protects all of it.
-    """
-    for path in matching(target, patterns):
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-    for path in matching(original, patterns):
-        destination = target / path.relative_to(original)
-        if path.is_dir() and not path.is_symlink():
-            shutil.copytree(path, destination, symlinks=True, dirs_exist_ok=True)
-        else:
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, destination, follow_symlinks=False)
-
-
-def build_grading_tree(task: PreparedTask, patch: str, workspace: Path) -> None:
-    shutil.copytree(task.workspace, workspace, symlinks=True)
-    apply_patch(patch, workspace)
-    restore_protected(task.workspace, workspace, task.verification.protected_paths)
+def _overlay(task: PreparedTask, folder: Path, rng: random.Random) -> canaries.Canaries:
+    """Hidden tests (with canaries) and, if the task has none, an empty pytest config."""
     if task.hidden_dir.is_dir():
-        shutil.copytree(task.hidden_dir, workspace, symlinks=True, dirs_exist_ok=True)
-
-
-def _config(task: PreparedTask, workspace: Path) -> Path:
-    """The task's own pytest configuration, named explicitly so no planted file outranks it."""
-    name = pytest_config(task.workspace)
-    if name is not None:
-        return Path(name)  # the restored copy, relative to the grading workspace
-    empty = workspace / ".cursorbench-pytest.ini"
-    empty.write_text("[pytest]\n")
-    return Path(empty.name)
+        shutil.copytree(task.hidden_dir, folder, symlinks=True)
+    else:
+        folder.mkdir(parents=True)
+    sources = {
+        name: (task.hidden_dir / name).read_text(encoding="utf-8", errors="replace")
+        for name in task.verification.hidden_tests
+        if (task.hidden_dir / name).is_file()
+    }
+    planted = canaries.plant(sources, rng)
+    for name, text in planted.files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    if pytest_config(task.workspace) is None:
+        (folder / EMPTY_CONFIG).write_text("[pytest]\n")
+    return planted
 
 
 def grade(
     task: PreparedTask,
     patch: str,
-    grade_dir: Path,
-    runner: CommandRunner,
-    slots: threading.Semaphore | None = None,
+    backend: SandboxBackend,
+    scratch: Path,
+    rng: random.Random | None = None,
 ) -> GradeReport:
     started = time.monotonic()
-    if grade_dir.exists():
-        shutil.rmtree(grade_dir)
-    workspace, home = grade_dir / "workspace", grade_dir / "home"
-    home.mkdir(parents=True)
+    rng = rng or random.Random()
+    check = task.verification
     try:
-        build_grading_tree(task, patch, workspace)
-    except (BaselineError, OSError) as error:
-        return GradeReport(False, Failure.INFRA_ERROR, error=f"preparing the grading tree: {error}")
-    argv = pytest_argv(task.verification.test_args, workspace, _config(task, workspace))
-    env = scrubbed_env(home if runner.backend == "subprocess" else Path("/tmp"))
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    with slots or nullcontext():
-        done = runner.run(
-            argv,
-            cwd=workspace,
-            writable=[workspace],
-            env=env,
-            timeout=task.limits.test_timeout_s,
-            report=True,
+        change = grading_change(patch, check.protected_paths, protected_files(task))
+    except PatchFormatError as error:
+        return GradeReport(False, Failure.PATCH_REJECTED, error=f"unreadable change: {error}")
+    overlay = scratch / "overlay"
+    shutil.rmtree(overlay, ignore_errors=True)
+    planted = _overlay(task, overlay, rng)
+    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
+    try:
+        sandbox.apply_patch(change.patch)
+        config = pytest_config(task.workspace) or EMPTY_CONFIG
+        argv = pytest_argv(check.test_args, sandbox.root, f"{sandbox.root}/{config}")
+        done = sandbox.execute(
+            argv, timeout=task.limits.test_timeout_s, read_only=True, report=True
         )
-    verification = task.verification
+    except PatchRejected as error:
+        return _early(Failure.PATCH_REJECTED, str(error), change, started)
+    except ResourceLimitExceeded as error:
+        return _early(Failure.RESOURCE_LIMIT, str(error), change, started)
+    finally:
+        sandbox.close()
+        shutil.rmtree(overlay, ignore_errors=True)
+    report = judge(check, done, planted, task.limits.test_timeout_s)
+    report.duration_s = time.monotonic() - started
+    report.dropped = change.dropped_protected + change.dropped_links
+    return report
+
+
+def _early(failure: Failure, error: str, change: GradingChange, started: float) -> GradeReport:
+    dropped = change.dropped_protected + change.dropped_links
+    duration = time.monotonic() - started
+    return GradeReport(False, failure, error=error, duration_s=duration, dropped=dropped)
+
+
+def judge(
+    check: Verification, done: Completed, planted: canaries.Canaries, timeout_s: float
+) -> GradeReport:
+    """The verdict from a finished test run: pure, no I/O."""
     try:
         report = parse_junit_report(done.report or b"")
-        report_problem = None
+        problem = None
     except ReportError as error:
-        report, report_problem = {}, str(error)
-    tests = outcomes_for(verification.fail_to_pass + verification.pass_to_pass, report)
-    resolved = not done.timed_out and all(o is TestOutcome.PASSED for o in tests.values())
-    failure = None if resolved else Failure.TESTS_FAILED
-    error = report_problem
+        report, problem = {}, str(error)
+    tests = outcomes_for(check.fail_to_pass + check.pass_to_pass, report)
+    sprung = _canaries_passed(planted, report)
+    output = done.output
+    if sprung:
+        error = f"{len(sprung)} canary tests that must fail passed: the verdict was tampered with"
+        return GradeReport(False, Failure.GRADER_TAMPERING, tests, error, 0.0, output, sprung)
     if done.timed_out:
-        failure, error = Failure.TEST_TIMEOUT, f"tests ran over {task.limits.test_timeout_s}s"
-    return GradeReport(
-        resolved=resolved,
-        failure=failure,
-        tests=tests,
-        error=error,
-        duration_s=time.monotonic() - started,
-        output=done.output,
-    )
+        error = f"tests ran over {timeout_s}s"
+        return GradeReport(False, Failure.TEST_TIMEOUT, tests, error, 0.0, output)
+    resolved = all(outcome is TestOutcome.PASSED for outcome in tests.values())
+    failure = None if resolved else Failure.TESTS_FAILED
+    return GradeReport(resolved, failure, tests, problem, 0.0, output)
+
+
+def _canaries_passed(
+    planted: canaries.Canaries, report: dict[tuple[str, str], TestOutcome]
+) -> list[str]:
+    passed = []
+    for path, names in planted.names.items():
+        for name in names:
+            classname, _ = junit_key(f"{path}::{name}")
+            for (case_class, case_name), outcome in report.items():
+                same = case_name == name or case_name.startswith(name + "[")
+                if case_class == classname and same and outcome is TestOutcome.PASSED:
+                    passed.append(f"{path}::{case_name}")
+    return passed

@@ -28,6 +28,9 @@ class Failure(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"
     FORMAT_ERROR = "format_error"
     TEST_TIMEOUT = "test_timeout"
+    RESOURCE_LIMIT = "resource_limit"  # memory, processes, disk or change size
+    GRADER_TAMPERING = "grader_tampering"  # a canary test that must fail passed
+    PATCH_REJECTED = "patch_rejected"  # the change could not be taken or applied
     MODEL_API_ERROR = "model_api_error"
     INFRA_ERROR = "infra_error"
 
@@ -101,6 +104,10 @@ class AttemptResult(BaseModel):
     started_at: datetime
     finished_at: datetime
     trajectory: str | None = Field(default=None, description="Path relative to the run folder.")
+    flags: list[str] = Field(
+        default_factory=list,
+        description="Tells of tampering found in the change (`tell: path:line`); for review.",
+    )
 
     @property
     def resolved(self) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from harness.executor import Executor, LocalExecutor
 from harness.model import ChatModel
 from harness.results import Attempt, AttemptResult, RunInfo, Status, in_order
 from harness.rundir import RunDir
-from harness.sandbox import Confinement
+from harness.sandbox import SandboxBackend
 from harness.spec import PreparedTask
 from harness.summary import summarize
 
@@ -66,7 +65,6 @@ class RunOptions:
 
     work_dir: Path
     concurrency: int = 4
-    max_sandbox_commands: int = 2
     retry_errors: bool = False  # attempts that ended in `error` are run again on resume
     keep_workspaces: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -94,7 +92,7 @@ class Runner:
         config: RunConfig,
         options: RunOptions,
         model: ChatModel,
-        confinement: Confinement,
+        backend: SandboxBackend,
         run_dir: RunDir,
         store: ResultStore | None = None,
         executor: Executor | None = None,
@@ -107,20 +105,19 @@ class Runner:
         self.executor = executor or LocalExecutor(options.concurrency)
         self.store_warnings: list[str] = []
         run_dir.lock()
-        self.run = run_dir.open(self._fresh_run_info(confinement))
+        self.run = run_dir.open(self._fresh_run_info(backend))
         self.finished = run_dir.finished()
         if options.retry_errors:
             self._forget_errors()
         self.environment = AttemptEnvironment(
             model=model,
-            confinement=confinement,
+            backend=backend,
             work_dir=options.work_dir / self.run.id,
             run_dir=run_dir.path,
-            command_slots=threading.Semaphore(options.max_sandbox_commands),
             keep_workspaces=options.keep_workspaces,
         )
 
-    def _fresh_run_info(self, confinement: Confinement) -> RunInfo:
+    def _fresh_run_info(self, backend: SandboxBackend) -> RunInfo:
         return RunInfo(
             id=uuid.uuid4().hex[:12],
             created_at=datetime.now(UTC),
@@ -130,7 +127,7 @@ class Runner:
             suite_version=self.config.suite_version,
             config_hash=self.config.digest(),
             config=self.config.model_dump(mode="json"),
-            sandbox=confinement.backend,
+            sandbox=backend.name,
             warnings=self.options.warnings,
             out_dir=str(self.run_dir.path),
         )

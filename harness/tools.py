@@ -218,10 +218,33 @@ def call_tool(ctx: ToolContext, name: str, raw_arguments: str) -> str:
             f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in error.errors()
         )
         raise MalformedCall(f"bad arguments for {name}: {problems}") from None
+    _refuse_unusable_text(name, args)
     try:
         return _clip(tool.function(ctx, args))
     except SandboxError as error:
         raise ToolError(str(error)) from None
+    except UnicodeError as error:  # e.g. a lone surrogate in content to write
+        raise MalformedCall(f"bad arguments for {name}: text cannot be encoded ({error})") from None
+
+
+def _refuse_unusable_text(name: str, args: BaseModel) -> None:
+    """Paths, commands and patterns go to the OS: no NUL, no lone surrogates."""
+    for field_name, value in args:
+        if not isinstance(value, str) or field_name in (
+            "content",
+            "summary",
+            "old_string",
+            "new_string",
+        ):
+            continue
+        if "\0" in value:
+            raise MalformedCall(f"bad arguments for {name}: {field_name} contains a NUL byte")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise MalformedCall(
+                f"bad arguments for {name}: {field_name} is not valid Unicode text"
+            ) from None
 
 
 def _clip(text: str) -> str:

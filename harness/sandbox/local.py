@@ -1,93 +1,358 @@
-"""The local sandbox: a copy of the workspace on this machine, commands under bubblewrap.
+"""Sandboxes on this machine: a host folder per sandbox, every command through a jail.
 
-Each attempt gets its own folder holding `workspace/` (a copy of the prepared
-workspace, the only place the agent can write) and `git/` (the baseline the
-diff is taken against, hidden from the agent).
+The host touches a sandbox's folder only while it holds trusted content: it
+copies the prepared workspace (and, for grading, the hidden tests) into a
+fresh folder and snapshots the git baseline before any command runs. From
+then on the workspace is read, written, diffed and patched by commands run
+inside the jail, so links, odd names, deep trees and huge files the agent
+leaves behind are only ever met by confined, limited processes. Removing the
+folder is `rm -rf` (no recursion in Python), and never raises.
+
+Two backends share this module: `bubblewrap` (`BubblewrapJail`, confined) and
+`subprocess` (`UnconfinedJail`, for machines without bubblewrap; unsafe).
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
+import subprocess
 import threading
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox.baseline import Baseline
-from harness.sandbox.confinement import Confinement, scrubbed_env
-from harness.sandbox.process import Completed
-from harness.sandbox.protocol import SandboxError
+from harness.sandbox.baseline import (
+    Baseline,
+    BaselineError,
+    apply_command,
+    diff_command,
+    diff_env,
+)
+from harness.sandbox.bubblewrap import (
+    BubblewrapJail,
+    Mount,
+    UnconfinedJail,
+    scrubbed_env,
+)
+from harness.sandbox.limits import (
+    ResourceLimits,
+    SandboxCgroup,
+    cgroups_available,
+    mount_workspace_tmpfs,
+    unmount,
+)
+from harness.sandbox.process import Completed, run_process
+from harness.sandbox.protocol import (
+    PatchRejected,
+    ResourceLimitExceeded,
+    SandboxError,
+    SandboxUnavailable,
+)
 
 MAX_READ_BYTES = 2 * 1024 * 1024
+SERVICE_TIMEOUT_S = 120.0  # reading, writing, diffing and patching
+Jail = BubblewrapJail | UnconfinedJail
 
 
-def copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, symlinks=True)
+@dataclass(frozen=True)
+class SandboxSettings:
+    """What every sandbox of a run shares."""
+
+    hidden: tuple[Path, ...] = ()
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+    command_slots: threading.Semaphore | None = field(default=None, compare=False)
+
+
+def remove_tree(path: Path) -> None:
+    """Deletes a tree however deep or odd, without following links; never raises."""
+    if not os.path.lexists(path):
+        return
+    subprocess.run(
+        ["rm", "-rf", "--one-file-system", "--", str(path)],
+        capture_output=True,
+        check=False,
+    )
+
+
+def _copy_into(source: Path, target: Path) -> None:
+    """Copies a trusted tree into `target` (which may exist), links kept as links."""
+    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+
+
+def _big_files(root: Path, threshold: int) -> dict[str, int]:
+    """Files of a trusted tree over `threshold` bytes, by relative path."""
+    found: dict[str, int] = {}
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if not path.is_symlink() and path.stat().st_size > threshold:
+                found[str(path.relative_to(root))] = path.stat().st_size
+    return found
 
 
 class LocalSandbox:
     def __init__(
         self,
-        attempt_dir: Path,
-        prepared_workspace: Path,
-        confinement: Confinement,
-        command_slots: threading.Semaphore | None = None,
+        jail: Jail,
+        source: Path,
+        folder: Path,
+        settings: SandboxSettings,
+        overlay: Path | None = None,
+        track_changes: bool = True,
     ) -> None:
-        self.attempt_dir = attempt_dir
-        self.workspace = attempt_dir / "workspace"
-        self.confinement = confinement
-        self._slots = command_slots
-        if attempt_dir.exists():
-            shutil.rmtree(attempt_dir)
-        attempt_dir.mkdir(parents=True)
-        copy_tree(prepared_workspace, self.workspace)
-        self.baseline = Baseline(attempt_dir / "git", self.workspace)
-        self.baseline.snapshot()
-        self.home = Path("/tmp") if confinement.confined else attempt_dir / "home"
-        self.home.mkdir(exist_ok=True)
+        self.jail = jail
+        self.folder = folder
+        self.settings = settings
+        self.limits = settings.limits
+        self.host_workspace = folder / "workspace"
+        self._scratch = folder / "tmp"  # the unconfined jail's private /tmp
+        self._cgroup: SandboxCgroup | None = None
+        self._tmpfs = False
+        self._limit: str | None = None
+        remove_tree(folder)
+        folder.mkdir(parents=True)
+        self.host_workspace.mkdir()
+        self._scratch.mkdir()
+        if jail.confined:
+            self._tmpfs = mount_workspace_tmpfs(self.host_workspace, self.limits.disk_bytes)
+        _copy_into(source, self.host_workspace)
+        if overlay is not None:
+            _copy_into(overlay, self.host_workspace)
+        self._known_big = _big_files(self.host_workspace, self.limits.diff_bytes)
+        self.baseline: Baseline | None = None
+        if track_changes:  # grading never diffs: it skips the snapshot
+            self.baseline = Baseline(folder / "baseline", self.host_workspace)
+            self.baseline.snapshot()
+        if jail.uid is not None:
+            _chown(folder, jail.uid)
+        if jail.confined and cgroups_available():
+            self._cgroup = SandboxCgroup(folder.name, self.limits)
 
     @property
     def root(self) -> str:
-        return str(self.workspace)
+        return self.jail.workspace_path(self.host_workspace)
+
+    # -- commands -----------------------------------------------------------------------
+
+    def _mounts(self, read_only: bool, baseline: bool) -> list[Mount]:
+        mounts = [Mount(self.host_workspace, self.root, writable=not read_only)]
+        if baseline and self.baseline is not None:
+            inside = self.jail.baseline_path(self.baseline.git_dir)
+            mounts.append(Mount(self.baseline.git_dir, inside))
+        return mounts
+
+    def execute(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: bytes | None = None,
+        read_only: bool = False,
+        report: bool = False,
+        env: Mapping[str, str] | None = None,
+        output_cap: int | None = None,
+        baseline: bool = False,
+        errors: str = "replace",
+    ) -> Completed:
+        wrapped = self.jail.wrap(argv, self._mounts(read_only, baseline), cwd=self.root)
+        if self._cgroup is not None:
+            wrapped.argv = self._cgroup.wrap(wrapped.argv)
+        home = self.jail.tmp_path(self._scratch)
+        caps = (
+            {} if output_cap is None else {"keep_bytes": output_cap, "max_output_bytes": output_cap}
+        )
+        try:
+            with self.settings.command_slots or nullcontext():
+                done = run_process(
+                    wrapped.argv,
+                    cwd=self.host_workspace if not self.jail.confined else Path("/"),
+                    env=dict(env) if env is not None else scrubbed_env(home),
+                    timeout=timeout,
+                    report=report,
+                    stdin=stdin,
+                    pass_fds=wrapped.pass_fds,
+                    errors=errors,
+                    report_owner=self.jail.uid,
+                    **caps,
+                )
+        finally:
+            wrapped.close()
+        self._check_limits()
+        return done
 
     def run(self, command: str, timeout: float) -> Completed:
-        with self._slots or nullcontext():
-            return self.confinement.run(
-                ["bash", "-c", command],
-                cwd=self.workspace,
-                writable=[self.workspace],
-                env=scrubbed_env(self.home),
-                timeout=timeout,
-            )
+        return self.execute(["bash", "-c", command], timeout=timeout)
 
-    def resolve(self, path: str) -> Path:
-        """A path inside the workspace, after following links; refuses anything else."""
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.workspace / candidate
-        real = Path(os.path.realpath(candidate))
-        root = Path(os.path.realpath(self.workspace))
-        if real != root and root not in real.parents:
+    def _check_limits(self) -> None:
+        if self._limit is None and self._cgroup is not None:
+            self._limit = self._cgroup.limit_hit()
+        if self._limit is None and self._tmpfs and _full(self.host_workspace):
+            self._limit = f"workspace disk limit of {_size(self.limits.disk_bytes)} reached"
+        if self._limit is not None:
+            raise ResourceLimitExceeded(self._limit)
+
+    def limit_hit(self) -> str | None:
+        return self._limit
+
+    # -- files --------------------------------------------------------------------------
+
+    def _inside(self, path: str) -> str:
+        """`path` as the sandbox sees it; refuses what plainly names a place outside."""
+        joined = posixpath.normpath(posixpath.join(self.root, path))
+        if joined != self.root and not joined.startswith(self.root.rstrip("/") + "/"):
             raise SandboxError(f"{path}: outside the workspace {self.root}")
-        return real
+        return joined
 
     def read(self, path: str) -> str:
-        target = self.resolve(path)
-        if not target.is_file():
+        target = self._inside(path)
+        script = 'test -f "$1" || { echo "no such file" >&2; exit 3; }; exec head -c "$2" -- "$1"'
+        argv = ["sh", "-c", script, "sh", target, str(MAX_READ_BYTES + 1)]
+        done = self.execute(argv, timeout=SERVICE_TIMEOUT_S, output_cap=MAX_READ_BYTES + 1)
+        if done.exit_code == 3:
             raise SandboxError(f"{path}: no such file")
-        if target.stat().st_size > MAX_READ_BYTES:
+        if done.exit_code != 0:
+            raise SandboxError(f"{path}: cannot read: {_last_line(done.output)}")
+        if done.output_limit_hit or len(done.output.encode("utf-8", "replace")) > MAX_READ_BYTES:
             raise SandboxError(f"{path}: larger than {MAX_READ_BYTES} bytes; use `run` to inspect")
-        return target.read_bytes().decode("utf-8", errors="replace")
+        return done.output
 
     def write(self, path: str, text: str) -> None:
-        target = self.resolve(path)
-        if target.is_dir():
+        target = self._inside(path)
+        script = (
+            'if [ -d "$1" ]; then echo "is a directory" >&2; exit 3; fi; '
+            'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
+        )
+        data = text.encode("utf-8", "surrogateescape")
+        done = self.execute(
+            ["sh", "-c", script, "sh", target], timeout=SERVICE_TIMEOUT_S, stdin=data
+        )
+        if done.exit_code == 3:
             raise SandboxError(f"{path}: is a directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        if done.exit_code != 0:
+            raise SandboxError(f"{path}: cannot write: {_last_line(done.output)}")
+
+    # -- changes ------------------------------------------------------------------------
 
     def diff(self) -> str:
-        return self.baseline.diff()
+        if self.baseline is None:
+            raise SandboxError("this sandbox was opened without change tracking")
+        self._refuse_new_big_files()
+        env = diff_env(
+            git_dir=self.jail.baseline_path(self.baseline.git_dir),
+            work_tree=self.root,
+            scratch=self.jail.tmp_path(self._scratch),
+        )
+        cap = self.limits.diff_bytes
+        done = self.execute(
+            diff_command(),
+            timeout=SERVICE_TIMEOUT_S,
+            read_only=True,
+            env=env,
+            output_cap=cap,
+            baseline=True,
+            errors="surrogateescape",
+        )
+        if done.output_limit_hit:
+            raise ResourceLimitExceeded(f"the change is larger than {_size(cap)}")
+        if done.timed_out:
+            raise ResourceLimitExceeded(f"taking the change ran over {SERVICE_TIMEOUT_S:.0f}s")
+        if done.exit_code != 0:
+            raise PatchRejected(f"the change could not be taken: {_last_line(done.output)}")
+        return done.output
+
+    def _refuse_new_big_files(self) -> None:
+        """A file over the diff limit that the workspace did not start with ends the attempt
+        before git reads it (hashing gigabytes is slow even inside limits)."""
+        threshold = self.limits.diff_bytes
+        argv = [
+            "find",
+            ".",
+            "-xdev",
+            "-type",
+            "f",
+            "-size",
+            f"+{threshold}c",
+            "-printf",
+            "%s %P\\n",
+        ]
+        done = self.execute(argv, timeout=SERVICE_TIMEOUT_S, read_only=True)
+        for line in done.output.splitlines():
+            size, _, name = line.partition(" ")
+            if size.isdigit() and self._known_big.get(name) != int(size):
+                raise ResourceLimitExceeded(f"{name}: a file over {_size(threshold)} was written")
+
+    def apply_patch(self, patch: str) -> None:
+        if not patch.strip():
+            return
+        data = patch.encode("utf-8", "surrogateescape")
+        env = scrubbed_env(self.jail.tmp_path(self._scratch)) | {"GIT_CEILING_DIRECTORIES": "/"}
+        done = self.execute(apply_command(), timeout=SERVICE_TIMEOUT_S, stdin=data, env=env)
+        if done.exit_code != 0:
+            raise PatchRejected(f"the change does not apply: {_last_line(done.output)}")
 
     def close(self) -> None:
-        shutil.rmtree(self.attempt_dir, ignore_errors=True)
+        if self._cgroup is not None:
+            self._cgroup.close()
+            self._cgroup = None
+        if self._tmpfs:
+            unmount(self.host_workspace)
+            self._tmpfs = False
+        remove_tree(self.folder)
+
+
+class LocalBackend:
+    """Opens `LocalSandbox`es behind one jail."""
+
+    def __init__(self, jail: Jail, settings: SandboxSettings) -> None:
+        self.jail = jail
+        self.settings = settings
+        self.name = jail.name
+        self.confined = jail.confined
+
+    def open(
+        self,
+        workspace: Path,
+        scratch: Path,
+        overlay: Path | None = None,
+        track_changes: bool = True,
+    ) -> LocalSandbox:
+        try:
+            return LocalSandbox(
+                self.jail, workspace, scratch, self.settings, overlay, track_changes
+            )
+        except BaselineError as error:
+            raise SandboxUnavailable(f"cannot open a {self.name} sandbox: {error}") from None
+
+    def self_test(self, scratch: Path) -> None:
+        scratch.mkdir(parents=True, exist_ok=True)
+        probe = scratch / "probe"
+        probe.mkdir(exist_ok=True)
+        sandbox = self.open(probe, scratch / "sandbox", track_changes=False)
+        try:
+            done = sandbox.execute(["python", "-P", "-c", "import pytest"], timeout=60)
+        finally:
+            sandbox.close()
+        if done.exit_code != 0:
+            last = _last_line(done.output) or "no output"
+            raise SandboxUnavailable(f"the {self.name} sandbox cannot run Python here: {last}")
+
+
+def _chown(folder: Path, uid: int) -> None:
+    subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", "--", str(folder)], check=True)
+
+
+def _full(path: Path) -> bool:
+    stats = os.statvfs(path)
+    return stats.f_bavail * stats.f_frsize < 64 * 1024
+
+
+def _size(size: int) -> str:
+    return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.0f} MiB"
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1][:300] if lines else ""

@@ -69,9 +69,9 @@ class _HeadTail:
     def omitted(self) -> int:
         return self.total - len(self.head) - len(self.tail)
 
-    def text(self) -> str:
+    def text(self, errors: str = "replace") -> str:
         middle = f"\n[... {self.omitted} bytes of output omitted ...]\n" if self.omitted else ""
-        decode = lambda b: bytes(b).decode("utf-8", errors="replace")  # noqa: E731
+        decode = lambda b: bytes(b).decode("utf-8", errors=errors)  # noqa: E731
         return decode(self.head) + middle + decode(self.tail)
 
 
@@ -89,11 +89,20 @@ def run_process(
     keep_bytes: int = KEEP_BYTES,
     max_output_bytes: int = MAX_OUTPUT_BYTES,
     report: bool = False,
+    stdin: bytes | None = None,
+    pass_fds: Sequence[int] = (),
+    errors: str = "replace",
+    report_owner: int | None = None,
 ) -> Completed:
     """Runs `argv`. With `report`, each REPORT_PLACEHOLDER in it becomes a path to a pipe
-    the harness drains: what is written there can be appended to, never rewritten."""
+    the harness drains: what is written there can be appended to, never rewritten.
+    `stdin` is fed to the command; `pass_fds` stay open in it; `errors` decodes the output
+    ("surrogateescape" keeps every byte); `report_owner` is the uid that opens the report
+    path (a command that switches user must own the pipe to reopen it)."""
     start = time.monotonic()
     report_read, report_write = os.pipe() if report else (None, None)
+    if report_write is not None and report_owner is not None:
+        os.fchown(report_write, report_owner, report_owner)
     if report_write is not None:
         argv = [arg.replace(REPORT_PLACEHOLDER, f"/dev/fd/{report_write}") for arg in argv]
     try:
@@ -101,25 +110,41 @@ def run_process(
             list(argv),
             cwd=cwd,
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            pass_fds=() if report_write is None else (report_write,),
+            pass_fds=(*pass_fds, *(() if report_write is None else (report_write,))),
         )
     finally:
         if report_write is not None:
             os.close(report_write)  # the child holds it now; EOF comes when the child is gone
     with _running_lock:
         _running.add(proc.pid)
+    if stdin is not None:
+        _feed(proc, stdin)
     try:
-        return _collect(proc, start, timeout, keep_bytes, max_output_bytes, report_read)
+        return _collect(proc, start, timeout, keep_bytes, max_output_bytes, report_read, errors)
     finally:
         _kill_group(proc)
         if report_read is not None:
             os.close(report_read)
         with _running_lock:
             _running.discard(proc.pid)
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Writes `data` to the command's stdin from a thread, so a command that does not read
+    it (or reads it slowly) cannot block the harness."""
+
+    def write() -> None:
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):
+            proc.stdin.write(data)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+    threading.Thread(target=write, daemon=True, name="stdin").start()
 
 
 def kill_running_commands() -> None:
@@ -138,6 +163,7 @@ def _collect(
     keep_bytes: int,
     max_output_bytes: int,
     report_fd: int | None,
+    errors: str,
 ) -> Completed:
     assert proc.stdout is not None
     buffer = _HeadTail(keep_bytes)
@@ -182,7 +208,7 @@ def _collect(
     killed = timed_out or limit_hit
     return Completed(
         exit_code=None if killed else exit_code,
-        output=buffer.text(),
+        output=buffer.text(errors),
         duration_s=time.monotonic() - start,
         timed_out=timed_out,
         output_limit_hit=limit_hit,

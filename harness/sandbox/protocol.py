@@ -1,8 +1,17 @@
-"""The `Sandbox` protocol: where an agent's tools act.
+"""The sandbox seam: the one interface every backend implements, for agents and grading alike.
 
-A backend gives each attempt its own copy of the prepared workspace, runs
-commands confined inside it, and reports what changed as a git patch. The
-agent loop and the tools only ever see this protocol.
+A backend opens a `Sandbox` from a prepared (trusted) workspace, optionally
+with trusted files laid over it (hidden tests, at grading). Everything after
+that happens *inside* the sandbox: the agent's commands, reading and writing
+files, applying a patch, taking the diff, running the tests. The host never
+reads, globs, copies or writes through a tree the agent has touched; the
+agent's change crosses the boundary only as patch text.
+
+Errors a sandbox raises say whose fault they are:
+- `SandboxError`: a tool asked for something refused (the agent sees the message);
+- `ResourceLimitExceeded`: the attempt hit a memory, process, disk or size limit;
+- `PatchRejected`: the agent's change cannot be taken or applied;
+- `SandboxUnavailable`: the backend cannot run here (a setup problem, one line).
 """
 
 from __future__ import annotations
@@ -18,25 +27,16 @@ class SandboxError(Exception):
     """A tool asked for something the sandbox refuses (the agent sees the message)."""
 
 
-class CommandRunner(Protocol):
-    """Runs a command over host folders, confined; what grading needs from a backend."""
+class ResourceLimitExceeded(Exception):
+    """The attempt reached one of its resource limits (memory, processes, disk, change size)."""
 
-    @property
-    def backend(self) -> str: ...
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path,
-        writable: Sequence[Path],
-        env: Mapping[str, str],
-        timeout: float,
-        report: bool = False,
-    ) -> Completed:
-        """With `report`, REPORT_PLACEHOLDER in argv names an append-only path whose bytes
-        come back as `Completed.report`."""
-        ...
+class PatchRejected(Exception):
+    """The agent's change could not be taken from its workspace or applied for grading."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """The backend cannot run on this machine (one line, for the user)."""
 
 
 class Sandbox(Protocol):
@@ -45,14 +45,64 @@ class Sandbox(Protocol):
         """The workspace path as commands inside the sandbox see it."""
         ...
 
-    def run(self, command: str, timeout: float) -> Completed: ...
+    def run(self, command: str, timeout: float) -> Completed:
+        """Runs a bash command line in the workspace (an agent's `run` tool)."""
+        ...
+
+    def execute(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: bytes | None = None,
+        read_only: bool = False,
+        report: bool = False,
+        env: Mapping[str, str] | None = None,
+        output_cap: int | None = None,
+    ) -> Completed:
+        """Runs argv in the workspace. `read_only` mounts the workspace read-only; with
+        `report`, REPORT_PLACEHOLDER in argv names an append-only path whose bytes come back
+        as `Completed.report`; `output_cap` keeps the whole output up to that many bytes
+        (the command is killed beyond it)."""
+        ...
 
     def read(self, path: str) -> str: ...
 
     def write(self, path: str, text: str) -> None: ...
 
+    def apply_patch(self, patch: str) -> None:
+        """Applies a git patch to the workspace, inside the sandbox; `PatchRejected` if not."""
+        ...
+
     def diff(self) -> str:
-        """Everything the agent changed, as a binary-safe git patch against the start."""
+        """Everything changed since the sandbox opened, as a binary-safe git patch."""
+        ...
+
+    def limit_hit(self) -> str | None:
+        """One line naming the resource limit reached since the sandbox opened, if any."""
         ...
 
     def close(self) -> None: ...
+
+
+class SandboxBackend(Protocol):
+    """Opens sandboxes of one kind (`bubblewrap`, `subprocess`, ...)."""
+
+    name: str
+    confined: bool
+
+    def open(
+        self,
+        workspace: Path,
+        scratch: Path,
+        overlay: Path | None = None,
+        track_changes: bool = True,
+    ) -> Sandbox:
+        """A sandbox over a copy of `workspace` (plus `overlay`'s files laid over it), kept
+        under the host folder `scratch`, which the backend owns until `close`. Without
+        `track_changes` it cannot `diff` (grading needs none, and skips the snapshot)."""
+        ...
+
+    def self_test(self, scratch: Path) -> None:
+        """Raises `SandboxUnavailable` when Python with pytest cannot run inside."""
+        ...

@@ -15,7 +15,7 @@ from harness.doubles import FailingDouble, ScriptedDouble
 from harness.model import OpenAIChatModel, RetryPolicy
 from harness.openai_server import RawReply, Reply, error_reply
 from harness.results import Failure
-from harness.sandbox import Confinement, LocalSandbox
+from harness.sandbox import Sandbox, open_backend
 from harness.spec import Limits
 from harness.trajectory import TRAJECTORY_FORMAT_VERSION, Trajectory, read_trajectory
 
@@ -53,18 +53,18 @@ class Recording(ScriptedDouble):
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[LocalSandbox]:
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     prepared = tmp_path / "prepared"
     prepared.mkdir()
     (prepared / "app.py").write_text("VALUE = 1\n")
-    box = LocalSandbox(tmp_path / "attempt", prepared, Confinement("subprocess"))
+    box = open_backend("subprocess").open(prepared, tmp_path / "attempt")
     yield box
     box.close()
 
 
 @pytest.fixture
 def agent(
-    serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
+    serve_fast: Serve, sandbox: Sandbox, tmp_path: Path
 ) -> Callable[..., tuple[AgentOutcome, list[dict[str, Any]]]]:
     """Runs the loop against a responder; returns the outcome and the trajectory records."""
 
@@ -88,7 +88,7 @@ def kinds(records: list[dict[str, Any]]) -> list[str]:
     return [record["type"] for record in records]
 
 
-def test_finishes_via_the_finish_tool(agent: Any, sandbox: LocalSandbox) -> None:
+def test_finishes_via_the_finish_tool(agent: Any, sandbox: Sandbox) -> None:
     responder = Recording(
         [
             Reply(
@@ -119,9 +119,7 @@ def test_finishes_via_the_finish_tool(agent: Any, sandbox: LocalSandbox) -> None
     assert records[-1]["message"] == "set VALUE to 2"
 
 
-def test_the_model_sees_system_prompt_task_and_tool_results(
-    agent: Any, sandbox: LocalSandbox
-) -> None:
+def test_the_model_sees_system_prompt_task_and_tool_results(agent: Any, sandbox: Sandbox) -> None:
     responder = Recording(
         [
             Reply(tool_calls=[("read_file", {"path": "app.py"}), ("read_file", {"path": "no.py"})]),
@@ -202,7 +200,7 @@ class Hanging:
 
 
 def test_a_hanging_endpoint_does_not_overrun_the_wall_time(
-    serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
+    serve_fast: Serve, sandbox: Sandbox, tmp_path: Path
 ) -> None:
     responder = Hanging(delay_s=2.0)
     model = OpenAIChatModel(

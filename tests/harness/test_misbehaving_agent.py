@@ -28,7 +28,7 @@ import pytest
 from harness.openai_server import Reply, first_user_message, step_index
 from harness.results import AttemptResult, Failure
 from harness.runner import RunOutcome
-from harness.sandbox.confinement import bubblewrap_works
+from harness.sandbox.bubblewrap import bubblewrap_works
 from harness.sandbox.process import KEEP_BYTES
 from harness.trajectory import read_trajectory
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import Confinement, LocalSandbox
+from harness.sandbox import Sandbox, open_backend
 from harness.tools import (
     MAX_OUTPUT_CHARS,
     TOOLS,
@@ -26,7 +26,7 @@ TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "search", "run
 
 
 @pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[LocalSandbox]:
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
     prepared = tmp_path / "prepared"
     (prepared / "pkg" / "sub").mkdir(parents=True)
     (prepared / "pkg" / "__init__.py").write_text("")
@@ -35,13 +35,13 @@ def sandbox(tmp_path: Path) -> Iterator[LocalSandbox]:
     (prepared / "notes.txt").write_text("a needle in text\n")
     (prepared / ".hidden").mkdir()
     (prepared / ".hidden" / "secret.py").write_text("needle = 'hidden'\n")
-    box = LocalSandbox(tmp_path / "attempt", prepared, Confinement("subprocess"))
+    box = open_backend("subprocess").open(prepared, tmp_path / "attempt")
     yield box
     box.close()
 
 
 @pytest.fixture
-def ctx(sandbox: LocalSandbox) -> ToolContext:
+def ctx(sandbox: Sandbox) -> ToolContext:
     return ToolContext(sandbox, command_timeout_s=10.0, time_left_s=lambda: 600.0)
 
 
@@ -79,7 +79,7 @@ def test_read_file_line_numbers_must_be_positive(ctx: ToolContext) -> None:
 # ---- write_file / edit_file ----
 
 
-def test_write_file_creates_and_overwrites(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_write_file_creates_and_overwrites(ctx: ToolContext, sandbox: Sandbox) -> None:
     assert (
         call(ctx, "write_file", path="new/mod.py", content="a\nb\n") == "wrote new/mod.py (2 lines)"
     )
@@ -88,26 +88,26 @@ def test_write_file_creates_and_overwrites(ctx: ToolContext, sandbox: LocalSandb
     assert sandbox.read("new/mod.py") == ""
 
 
-def test_edit_file_replaces_a_unique_string(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_edit_file_replaces_a_unique_string(ctx: ToolContext, sandbox: Sandbox) -> None:
     result = call(ctx, "edit_file", path="pkg/core.py", old_string="two\n", new_string="2\n")
     assert result == "replaced 1 occurrence(s) in pkg/core.py"
     assert sandbox.read("pkg/core.py") == "one\n2\nthree\nfour\n"
 
 
-def test_edit_file_not_found(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_edit_file_not_found(ctx: ToolContext, sandbox: Sandbox) -> None:
     with pytest.raises(ToolError, match=re.escape("old_string not found in pkg/core.py")):
         call(ctx, "edit_file", path="pkg/core.py", old_string="five", new_string="5")
     assert sandbox.read("pkg/core.py") == "one\ntwo\nthree\nfour\n"
 
 
-def test_edit_file_multiple_occurrences_refused(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_edit_file_multiple_occurrences_refused(ctx: ToolContext, sandbox: Sandbox) -> None:
     sandbox.write("dup.txt", "x = 1\nx = 1\nx = 1\n")
     with pytest.raises(ToolError, match=re.escape("occurs 3 times in dup.txt; make it unique")):
         call(ctx, "edit_file", path="dup.txt", old_string="x = 1", new_string="y")
     assert sandbox.read("dup.txt") == "x = 1\nx = 1\nx = 1\n"
 
 
-def test_edit_file_replace_all(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_edit_file_replace_all(ctx: ToolContext, sandbox: Sandbox) -> None:
     sandbox.write("dup.txt", "x = 1\nx = 1\nx = 1\n")
     result = call(
         ctx, "edit_file", path="dup.txt", old_string="x = 1", new_string="y = 2", replace_all=True
@@ -139,7 +139,7 @@ def test_list_dir_depth_and_subfolder(ctx: ToolContext) -> None:
     assert call(ctx, "list_dir", path="pkg/sub") == "leaf.py"
 
 
-def test_list_dir_empty_and_missing(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_list_dir_empty_and_missing(ctx: ToolContext, sandbox: Sandbox) -> None:
     sandbox.run("mkdir void", timeout=10)
     assert call(ctx, "list_dir", path="void") == "(empty)"
     with pytest.raises(ToolError, match="No such file"):
@@ -186,7 +186,7 @@ def test_run_timeout_is_reported(ctx: ToolContext) -> None:
     assert result.endswith("\nstarted\n")
 
 
-def test_run_timeout_is_capped_by_the_time_left(sandbox: LocalSandbox) -> None:
+def test_run_timeout_is_capped_by_the_time_left(sandbox: Sandbox) -> None:
     ctx = ToolContext(sandbox, command_timeout_s=60.0, time_left_s=lambda: 1.0)
     started = time.monotonic()
     result = call(ctx, "run", command="sleep 30")
@@ -278,7 +278,7 @@ def test_tool_schemas_required_fields() -> None:
 # ---- output size ----
 
 
-def test_long_tool_output_is_clipped_head_and_tail(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_long_tool_output_is_clipped_head_and_tail(ctx: ToolContext, sandbox: Sandbox) -> None:
     lines = [f"line {n:06d}\n" for n in range(10_000)]  # 12 characters each
     sandbox.write("long.txt", "".join(lines))
     text = call(ctx, "read_file", path="long.txt")
@@ -290,7 +290,7 @@ def test_long_tool_output_is_clipped_head_and_tail(ctx: ToolContext, sandbox: Lo
     assert text == "".join(lines)[:half] + note + "".join(lines)[-half:]
 
 
-def test_output_at_the_limit_is_not_clipped(ctx: ToolContext, sandbox: LocalSandbox) -> None:
+def test_output_at_the_limit_is_not_clipped(ctx: ToolContext, sandbox: Sandbox) -> None:
     sandbox.write("exact.txt", "a" * MAX_OUTPUT_CHARS)
     assert call(ctx, "read_file", path="exact.txt") == "a" * MAX_OUTPUT_CHARS
     sandbox.write("over.txt", "a" * (MAX_OUTPUT_CHARS + 1))

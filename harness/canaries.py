@@ -1,0 +1,130 @@
+"""Canary tests: tests that must fail, planted among the hidden tests at each grading.
+
+Code under test runs in the same process as pytest, so it can patch pytest's
+reporting, or read the calling test's frame and source to return whatever the
+assert expects. Neither can be prevented from inside Python; both can be
+detected. At each grading, each hidden test module gets, appended at its end
+(existing tests keep their ids):
+
+- a copy of one of its tests with the expected value of a top-level
+  `assert ... == <literal>` replaced by a random token no honest code returns;
+- in one module, a plain test asserting two different random tokens are equal.
+
+Names are random per grading. Any canary that passes means the verdict was
+steered: the attempt fails with `grader_tampering`.
+
+Only straight-line tests are copied (nothing but assignments, expressions and
+asserts before the chosen assert), so an honest implementation always reaches
+the changed assert and fails it, or fails earlier. Not covered: tests inside
+classes, and modules that do not parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import random
+from dataclasses import dataclass, field
+
+_STRAIGHT = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Assert, ast.Pass)
+_WORDS = ("parse", "render", "value", "empty", "basic", "edge", "mixed", "order", "round", "keys")
+
+
+@dataclass(frozen=True)
+class Canaries:
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> new module text
+    names: dict[str, list[str]] = field(default_factory=dict)  # relative path -> test names
+
+
+def _is_literal(node: ast.expr) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _equality_with_literal(statement: ast.stmt) -> tuple[ast.Compare, int] | None:
+    """(comparison, index of its literal side) for `assert x == <literal>` (either side)."""
+    if not isinstance(statement, ast.Assert) or not isinstance(statement.test, ast.Compare):
+        return None
+    compare = statement.test
+    if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
+        return None
+    if _is_literal(compare.comparators[0]) and not _is_literal(compare.left):
+        return compare, 1
+    if _is_literal(compare.left) and not _is_literal(compare.comparators[0]):
+        return compare, 0
+    return None
+
+
+def _candidate(function: ast.FunctionDef) -> int | None:
+    """Index of the first top-level `assert ... == literal` reached by straight-line code."""
+    for index, statement in enumerate(function.body):
+        if _equality_with_literal(statement) is not None:
+            return index
+        if not isinstance(statement, _STRAIGHT):
+            return None
+    return None
+
+
+def _token(rng: random.Random) -> str:
+    return f"cb-{rng.getrandbits(96):024x}"
+
+
+def _name(rng: random.Random, taken: set[str]) -> str:
+    while True:
+        name = f"test_{rng.choice(_WORDS)}_{rng.choice(_WORDS)}_{rng.getrandbits(24):06x}"
+        if name not in taken:
+            return name
+
+
+def _mutated_copy(function: ast.FunctionDef, index: int, name: str, token: str) -> str:
+    clone = copy.deepcopy(function)
+    clone.name = name
+    found = _equality_with_literal(clone.body[index])
+    assert found is not None
+    compare, side = found
+    if side == 1:
+        compare.comparators[0] = ast.Constant(token)
+    else:
+        compare.left = ast.Constant(token)
+    clone.body = clone.body[: index + 1]
+    return ast.unparse(ast.fix_missing_locations(clone))
+
+
+def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
+    """Canaries for hidden test modules given as {relative path: text}."""
+    files: dict[str, str] = {}
+    names: dict[str, list[str]] = {}
+    plain_done = False
+    for path in sorted(sources):
+        if not path.endswith(".py"):
+            continue
+        text = sources[path]
+        try:
+            module = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        taken = {node.name for node in ast.walk(module) if isinstance(node, ast.FunctionDef)}
+        functions = [
+            node
+            for node in module.body
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+        ]
+        candidates = [(f, i) for f in functions if (i := _candidate(f)) is not None]
+        added: list[str] = []
+        if candidates:
+            function, index = rng.choice(candidates)
+            name = _name(rng, taken)
+            taken.add(name)
+            added.append(_mutated_copy(function, index, name, _token(rng)))
+            names.setdefault(path, []).append(name)
+        if not plain_done and functions:
+            name = _name(rng, taken)
+            added.append(f"def {name}():\n    assert {_token(rng)!r} == {_token(rng)!r}")
+            names.setdefault(path, []).append(name)
+            plain_done = True
+        if added:
+            files[path] = text.rstrip("\n") + "\n\n\n" + "\n\n\n".join(added) + "\n"
+    return Canaries(files, names)

@@ -1,0 +1,289 @@
+"""Jails: how one command is confined. Bubblewrap where it runs, else nothing at all.
+
+Under bubblewrap a command sees only what it needs, read-only: the system
+folders (`/usr`, `/etc`, the `/lib`s) and the running Python environment. The
+workspace appears at `/workspace` whatever its host path; home folders,
+checkouts, caches and earlier runs are simply absent. `/proc` is the sandbox's
+own, with its kernel interfaces (`/proc/sys`, `/proc/sysrq-trigger`, ...)
+read-only; `/sys` is absent. `/tmp` is private, the network is gone (loopback
+included), the process tree, IPC and hostname are the sandbox's own, every
+capability is dropped, and, when the harness runs as root, the command runs
+as an unprivileged user (`nobody`) with no way to gain privileges back. The
+bubblewrap command line is handed over through a pipe, so the sandbox's
+`/proc/1/cmdline` shows none of the host's paths. A seccomp filter
+(`seccomp.py`) closes the channels read-only files would otherwise open
+between concurrent sandboxes (file locks, inotify, the uid's keyring).
+
+Without bubblewrap a command runs as a plain subprocess: the caller must record
+a loud warning on the run, since the agent can then read and write anything
+the harness can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BWRAP = "bwrap"
+WORKSPACE = "/workspace"  # where the workspace appears inside a bubblewrap sandbox
+BASELINE = "/.baseline"  # where the baseline git folder appears, for taking the diff only
+SANDBOX_UID = 65534  # nobody: commands run as this user when the harness is root
+MAX_FILE_BYTES = 1 << 30  # no single file written in the sandbox grows past this
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Kernel interfaces under the sandbox's own /proc that stay read-only even for root.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+UNCONFINED_WARNING = (
+    "UNCONFINED: bubblewrap is not available, so agent commands and tests run as plain "
+    "subprocesses that can read hidden files, write outside the workspace, use the network, "
+    "and leave background processes behind"
+)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path shown inside the sandbox."""
+
+    host: Path
+    inside: str
+    writable: bool = False
+
+
+@dataclass
+class Wrapped:
+    """A command ready to start: its argv and the descriptors it must inherit."""
+
+    argv: list[str]
+    pass_fds: list[int] = field(default_factory=list)
+
+    def close(self) -> None:
+        for descriptor in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+        self.pass_fds = []
+
+
+class BubblewrapJail:
+    name = "bubblewrap"
+    confined = True
+
+    def __init__(self, hidden: Sequence[Path] = (), max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        self.hidden = tuple(hidden)
+        self.max_file_bytes = max_file_bytes
+        self.uid = SANDBOX_UID if unprivileged_user_available() else None
+
+    def workspace_path(self, host: Path) -> str:
+        return WORKSPACE
+
+    def baseline_path(self, host: Path) -> str:
+        return BASELINE
+
+    def tmp_path(self, scratch: Path) -> str:
+        return "/tmp"
+
+    def wrap(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: str) -> Wrapped:
+        from harness.sandbox.seccomp import seccomp_file  # optional: None where unsupported
+
+        options = bwrap_options(mounts, cwd, self.hidden, keep_setuid=self.uid is not None)
+        wrapped = Wrapped(argv=[])
+        filter_path = seccomp_file()
+        if filter_path is not None:
+            descriptor = os.open(filter_path, os.O_RDONLY | os.O_CLOEXEC)
+            wrapped.pass_fds.append(descriptor)
+            options += ["--seccomp", str(descriptor)]
+        args_fd = _args_pipe(options)
+        wrapped.pass_fds.append(args_fd)
+        inner = [*self._become_user(), *file_size_limit(self.max_file_bytes), *argv]
+        wrapped.argv = [BWRAP, "--args", str(args_fd), "--", *inner]
+        return wrapped
+
+    def _become_user(self) -> list[str]:
+        if self.uid is None:
+            return []
+        uid = str(self.uid)
+        return [
+            "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            "--inh-caps=-all", "--no-new-privs", "--",
+        ]  # fmt: skip
+
+
+class UnconfinedJail:
+    """Commands run as plain subprocesses on the host; see UNCONFINED_WARNING."""
+
+    name = "subprocess"
+    confined = False
+    uid: int | None = None
+
+    def __init__(self, hidden: Sequence[Path] = (), max_file_bytes: int = MAX_FILE_BYTES) -> None:
+        self.max_file_bytes = max_file_bytes
+
+    def workspace_path(self, host: Path) -> str:
+        return str(host)
+
+    def baseline_path(self, host: Path) -> str:
+        return str(host)
+
+    def tmp_path(self, scratch: Path) -> str:
+        return str(scratch)
+
+    def wrap(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: str) -> Wrapped:
+        return Wrapped(argv=[*file_size_limit(self.max_file_bytes), *argv])
+
+
+def _args_pipe(options: Sequence[str]) -> int:
+    """A pipe holding bubblewrap's options, NUL-separated, for `bwrap --args FD`."""
+    data = b"".join(option.encode() + b"\0" for option in options)
+    read_end, write_end = os.pipe()
+    try:
+        if len(data) > 60_000:  # a pipe holds 64 KiB; more would block this write
+            raise ValueError("bubblewrap command line too long")
+        os.write(write_end, data)
+    finally:
+        os.close(write_end)
+    return read_end
+
+
+def file_size_limit(size: int) -> list[str]:
+    """Per-process file size limit; with capabilities dropped it cannot be raised again."""
+    if shutil.which("prlimit") is None:
+        return []
+    return ["prlimit", f"--fsize={size}:{size}", "--"]
+
+
+@functools.cache
+def unprivileged_user_available() -> bool:
+    """Commands can switch to `nobody` when the harness is root and `setpriv` exists."""
+    return os.geteuid() == 0 and shutil.which("setpriv") is not None
+
+
+def python_paths() -> list[Path]:
+    """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    return sorted(path for path in paths if path.is_dir())
+
+
+def system_mounts() -> list[str]:
+    """Read-only system folders; merged-/usr links (`/bin -> usr/bin`) stay links."""
+    args: list[str] = []
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    return args
+
+
+@functools.cache
+def empty_file() -> Path:
+    """An empty read-only file to mount over hidden files (device files may not open)."""
+    path = Path(tempfile.gettempdir()) / f"cursorbench-empty-{os.getuid()}"
+    if not path.is_file() or path.stat().st_size:
+        path.unlink(missing_ok=True)
+        path.touch(mode=0o444)
+    return path
+
+
+def _parent_dirs(path: str, made: set[str]) -> list[str]:
+    """Folders above a mount point, made traversable (bubblewrap would make them 0700, which
+    shuts out the unprivileged user)."""
+    args: list[str] = []
+    for parent in reversed(Path(path).parents[:-1]):  # outermost first, "/" left out
+        name = str(parent)
+        if name not in made and not any(
+            name == s or name.startswith(s + "/") for s in SYSTEM_PATHS
+        ):
+            args += ["--perms", "0755", "--dir", name]
+            made.add(name)
+    return args
+
+
+def _shown(path: Path, shown: Sequence[Path]) -> bool:
+    return any(path == root or root in path.parents for root in shown)
+
+
+def bwrap_options(
+    mounts: Sequence[Mount], cwd: str, hidden: Sequence[Path], *, keep_setuid: bool = False
+) -> list[str]:
+    args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        if os.path.exists(path):
+            args += ["--ro-bind", path, path]
+    args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
+    pythons = python_paths()
+    made: set[str] = set()
+    for path in pythons:
+        args += _parent_dirs(str(path), made)
+        args += ["--ro-bind", str(path), str(path)]
+    # Hidden paths matter only where they lie inside something shown.
+    shown = [*pythons, *(Path(p) for p in SYSTEM_PATHS)]
+    for path in hidden:
+        if not _shown(path, shown):
+            continue
+        if path.is_dir():
+            args += ["--tmpfs", str(path)]
+        elif path.exists():
+            args += ["--ro-bind", str(empty_file()), str(path)]
+    for mount in mounts:
+        args += _parent_dirs(mount.inside, made)
+        args += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.inside]
+    args += ["--remount-ro", "/"]  # the root bubblewrap builds is itself read-only
+    # As root, bubblewrap would otherwise keep every capability (CAP_SYS_ADMIN can remount
+    # the read-only binds writable). SETUID/SETGID stay only to become `nobody` at once.
+    args += ["--cap-drop", "ALL"]
+    if keep_setuid:
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    args += [
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", cwd,
+    ]  # fmt: skip
+    return args
+
+
+@functools.cache
+def bubblewrap_works() -> bool:
+    """True when bubblewrap is installed and can build a namespace here."""
+    if shutil.which(BWRAP) is None:
+        return False
+    probe = [BWRAP, *bwrap_options([], "/", []), "true"]
+    try:
+        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def default_hidden_paths() -> list[Path]:
+    """Caches an agent could mine for answers or packages."""
+    home = Path.home()
+    return [
+        home / ".cache" / "pip",
+        home / ".cache" / "uv",
+        home / ".cache" / "pypoetry",
+        home / ".cache" / "cursorbench",
+        home / ".local" / "share" / "cursorbench",
+    ]
+
+
+def scrubbed_env(home: str) -> dict[str, str]:
+    """The environment a sandboxed command sees: nothing of the harness's own."""
+    python_bin = str(Path(sys.executable).parent)
+    return {
+        "PATH": os.pathsep.join([python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": home,
+        "TMPDIR": "/tmp" if home == "/tmp" else home,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PIP_NO_INDEX": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }

@@ -1,0 +1,47 @@
+"""Sandbox backends by name: `auto`, `bubblewrap`, `subprocess`.
+
+A new backend is one module with a factory added to `BACKENDS`; the contract
+tests in `tests/harness/test_sandbox_contract.py` pin what it must do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harness.sandbox.bubblewrap import BubblewrapJail, UnconfinedJail, bubblewrap_works
+from harness.sandbox.local import LocalBackend, SandboxSettings
+from harness.sandbox.protocol import SandboxBackend, SandboxUnavailable
+
+
+def bubblewrap_backend(settings: SandboxSettings) -> SandboxBackend:
+    if not bubblewrap_works():
+        raise SandboxUnavailable(
+            "bubblewrap cannot run here (install the Debian package 'bubblewrap')"
+        )
+    jail = BubblewrapJail(settings.hidden, settings.limits.file_bytes)
+    return LocalBackend(jail, settings)
+
+
+def subprocess_backend(settings: SandboxSettings) -> SandboxBackend:
+    return LocalBackend(UnconfinedJail(settings.hidden, settings.limits.file_bytes), settings)
+
+
+BACKENDS: dict[str, Callable[[SandboxSettings], SandboxBackend]] = {
+    "bubblewrap": bubblewrap_backend,
+    "subprocess": subprocess_backend,
+}
+
+
+def choose_backend(requested: str) -> str:
+    """'auto' picks bubblewrap when it works; naming a backend insists on it."""
+    if requested == "auto":
+        return "bubblewrap" if bubblewrap_works() else "subprocess"
+    if requested not in BACKENDS:
+        known = ", ".join(["auto", *BACKENDS])
+        raise SandboxUnavailable(f"unknown sandbox backend {requested!r} (choose from {known})")
+    return requested
+
+
+def open_backend(requested: str, settings: SandboxSettings | None = None) -> SandboxBackend:
+    """The backend named (or chosen by 'auto'), ready to open sandboxes."""
+    return BACKENDS[choose_backend(requested)](settings or SandboxSettings())

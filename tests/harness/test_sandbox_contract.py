@@ -1,0 +1,241 @@
+"""The sandbox contract: what every backend must do, run against every backend.
+
+A new backend (Docker, remote) passes this file by adding its name to BACKENDS.
+Confinement itself (what a command can see and reach) is in test_bubblewrap.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.sandbox import (
+    PatchRejected,
+    ResourceLimitExceeded,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+    SandboxSettings,
+    bubblewrap_works,
+    open_backend,
+)
+from harness.sandbox.limits import ResourceLimits
+from harness.sandbox.process import REPORT_PLACEHOLDER
+
+BACKENDS = [
+    "subprocess",
+    pytest.param(
+        "bubblewrap",
+        marks=pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here"),
+    ),
+]
+
+
+@pytest.fixture
+def prepared(tmp_path: Path) -> Path:
+    root = tmp_path / "prepared"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("VALUE = 1\n")
+    (root / "pkg" / "gone.py").write_text("x = 1\n")
+    (root / "README.md").write_text("hello\n")
+    return root
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> SandboxBackend:
+    limits = ResourceLimits(diff_bytes=1 << 20)
+    return open_backend(request.param, SandboxSettings(limits=limits))
+
+
+@pytest.fixture
+def sandbox(backend: SandboxBackend, prepared: Path, tmp_path: Path) -> Iterator[Sandbox]:
+    box = backend.open(prepared, tmp_path / "box")
+    yield box
+    box.close()
+
+
+def test_workspace_is_a_copy_the_prepared_tree_never_changes(
+    sandbox: Sandbox, prepared: Path
+) -> None:
+    sandbox.write("pkg/__init__.py", "VALUE = 2\n")
+    sandbox.run("rm pkg/gone.py && touch made.txt", timeout=10)
+    assert (prepared / "pkg" / "__init__.py").read_text() == "VALUE = 1\n"
+    assert (prepared / "pkg" / "gone.py").exists() and not (prepared / "made.txt").exists()
+
+
+def test_write_creates_folders_and_read_returns_text(sandbox: Sandbox) -> None:
+    sandbox.write("new/deep/mod.py", "a = 'é'\n")
+    assert sandbox.read("new/deep/mod.py") == "a = 'é'\n"
+    assert sandbox.read("./new/../new/deep/mod.py") == "a = 'é'\n"
+
+
+def test_read_replaces_undecodable_bytes(sandbox: Sandbox) -> None:
+    sandbox.run("printf 'ok \\377\\376 end' > bin.txt", timeout=10)
+    assert sandbox.read("bin.txt") == "ok \ufffd\ufffd end"
+
+
+@pytest.mark.parametrize("path", ["missing.py", "pkg"])
+def test_read_of_a_missing_file_or_a_folder_is_refused(sandbox: Sandbox, path: str) -> None:
+    with pytest.raises(SandboxError, match="no such file"):
+        sandbox.read(path)
+
+
+def test_read_of_a_huge_file_is_refused(sandbox: Sandbox) -> None:
+    sandbox.run("head -c 3000000 /dev/zero | tr '\\0' a > big.txt", timeout=10)
+    with pytest.raises(SandboxError, match="larger than"):
+        sandbox.read("big.txt")
+
+
+def test_write_over_a_folder_is_refused(sandbox: Sandbox) -> None:
+    with pytest.raises(SandboxError, match="is a directory"):
+        sandbox.write("pkg", "x")
+
+
+@pytest.mark.parametrize("path", ["../x", "pkg/../../x", "/etc/passwd", "/"])
+def test_paths_outside_the_workspace_are_refused(sandbox: Sandbox, path: str) -> None:
+    with pytest.raises(SandboxError, match="outside the workspace"):
+        sandbox.write(path, "x")
+    with pytest.raises(SandboxError, match="outside the workspace"):
+        sandbox.read(path)
+
+
+def test_commands_run_in_the_workspace(sandbox: Sandbox) -> None:
+    done = sandbox.run("pwd; cat README.md", timeout=10)
+    assert done.exit_code == 0
+    assert done.output.splitlines() == [sandbox.root, "hello"]
+
+
+def test_timeouts_are_reported(sandbox: Sandbox) -> None:
+    done = sandbox.run("sleep 30", timeout=0.5)
+    assert done.timed_out and done.exit_code is None and done.duration_s < 5
+
+
+def test_diff_shows_added_modified_deleted_without_caches(sandbox: Sandbox) -> None:
+    sandbox.write("pkg/__init__.py", "VALUE = 2\n")
+    sandbox.write("pkg/new.py", "y = 2\n")
+    sandbox.run("rm pkg/gone.py; mkdir -p pkg/__pycache__; echo x > pkg/__pycache__/a.pyc", 10)
+    patch = sandbox.diff()
+    assert "diff --git a/pkg/__init__.py b/pkg/__init__.py" in patch
+    assert "+VALUE = 2" in patch and "-VALUE = 1" in patch
+    assert "new file mode" in patch and "+y = 2" in patch
+    assert "deleted file mode" in patch
+    assert "__pycache__" not in patch
+
+
+def test_diff_is_repeatable_and_tracks_reverts(sandbox: Sandbox) -> None:
+    assert sandbox.diff() == ""
+    sandbox.write("README.md", "changed\n")
+    first = sandbox.diff()
+    assert first and sandbox.diff() == first
+    sandbox.write("README.md", "hello\n")
+    assert sandbox.diff() == ""
+
+
+def test_a_gitignored_file_is_still_part_of_the_change(sandbox: Sandbox) -> None:
+    sandbox.write(".gitignore", "secret.py\n")
+    sandbox.write("secret.py", "x = 1\n")
+    assert "b/secret.py" in sandbox.diff()
+
+
+def test_the_diff_round_trips_odd_bytes_through_apply(
+    backend: SandboxBackend, prepared: Path, tmp_path: Path
+) -> None:
+    """Non-UTF-8 names and contents, binary files, links and modes survive diff + apply."""
+    source = backend.open(prepared, tmp_path / "source")
+    target = backend.open(prepared, tmp_path / "target")
+    try:
+        script = (
+            "printf 'caf\\351\\n' > \"$(printf 'n\\351')\"; printf '\\000\\001\\002' > blob.bin; "
+            "printf 'x' > 'with space.txt'; ln -s pkg/__init__.py link.py; "
+            "printf '#!/bin/sh\\n' > tool.sh; chmod +x tool.sh; rm pkg/gone.py"
+        )
+        assert source.run(script, timeout=10).exit_code == 0
+        patch = source.diff()
+        target.apply_patch(patch)
+        check = "md5sum \"$(printf 'n\\351')\" blob.bin 'with space.txt' tool.sh; "
+        check += "readlink link.py; test -x tool.sh && echo exec; test -e pkg/gone.py || echo gone"
+        assert target.run(check, 10).output == source.run(check, 10).output
+        assert target.diff() == patch
+    finally:
+        source.close()
+        target.close()
+
+
+def test_a_patch_that_does_not_apply_is_rejected(sandbox: Sandbox) -> None:
+    bad = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+    bad += "@@ -1 +1 @@\n-not what is there\n+x\n"
+    with pytest.raises(PatchRejected):
+        sandbox.apply_patch(bad)
+
+
+def test_a_change_larger_than_the_limit_ends_in_a_resource_limit(sandbox: Sandbox) -> None:
+    script = "for f in $(seq 1 20); do seq 1 60000 > log$f.txt; done"  # 20 files of ~400 KB
+    sandbox.run(script, timeout=30)
+    with pytest.raises(ResourceLimitExceeded, match="larger than"):
+        sandbox.diff()
+
+
+def test_a_new_file_over_the_limit_is_refused_before_git_reads_it(sandbox: Sandbox) -> None:
+    sandbox.run("head -c 3000000 /dev/urandom > big.bin", timeout=10)
+    with pytest.raises(ResourceLimitExceeded, match=r"big\.bin"):
+        sandbox.diff()
+
+
+def test_a_very_deep_tree_is_diffed_or_refused_and_removed(
+    backend: SandboxBackend, prepared: Path, tmp_path: Path
+) -> None:
+    box = backend.open(prepared, tmp_path / "deep")
+    script = "d=.; for i in $(seq 1 1500); do d=$d/d; done; mkdir -p $d 2>/dev/null; "
+    script += "cd /; python -c \"import os; os.chdir('" + box.root + "');\n"
+    script += "for _ in range(3000): os.mkdir('d') if not os.path.exists('d') else None; "
+    script += "os.chdir('d')\" 2>/dev/null; true"
+    box.run(script, timeout=60)
+    with contextlib.suppress(PatchRejected, ResourceLimitExceeded):
+        box.diff()  # empty folders are no change; whatever git makes of it, it is not a crash
+    box.close()
+    assert not (tmp_path / "deep").exists()
+
+
+def test_overlay_files_are_laid_over_the_workspace(
+    backend: SandboxBackend, prepared: Path, tmp_path: Path
+) -> None:
+    overlay = tmp_path / "overlay"
+    (overlay / "tests").mkdir(parents=True)
+    (overlay / "tests" / "test_hidden.py").write_text("def test(): pass\n")
+    (overlay / "README.md").write_text("over\n")
+    box = backend.open(prepared, tmp_path / "over", overlay, track_changes=False)
+    try:
+        assert box.read("tests/test_hidden.py") == "def test(): pass\n"
+        assert box.read("README.md") == "over\n"
+    finally:
+        box.close()
+
+
+def test_execute_streams_the_report_pipe(sandbox: Sandbox) -> None:
+    argv = ["sh", "-c", 'printf "<a/>" > "$1"; echo out', "sh", REPORT_PLACEHOLDER]
+    done = sandbox.execute(argv, timeout=10, report=True)
+    assert done.report == b"<a/>" and done.output == "out\n"
+
+
+def test_close_removes_everything_and_reopening_starts_fresh(
+    backend: SandboxBackend, prepared: Path, tmp_path: Path
+) -> None:
+    box = backend.open(prepared, tmp_path / "again")
+    box.write("extra.txt", "x")
+    box.close()
+    assert not (tmp_path / "again").exists()
+    box.close()  # twice is harmless
+    again = backend.open(prepared, tmp_path / "again")
+    try:
+        assert again.diff() == ""
+    finally:
+        again.close()
+
+
+def test_self_test_passes_where_python_and_pytest_run(
+    backend: SandboxBackend, tmp_path: Path
+) -> None:
+    backend.self_test(tmp_path / "self-test")
