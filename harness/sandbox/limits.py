@@ -16,9 +16,11 @@ provides the pieces; wiring them into the command line is the caller's job.
 - `protect_harness()`: the OOM killer picks the harness last.
 - `mount_workspace_tmpfs()`/`unmount()`: a size-capped tmpfs as the workspace
   (root only). tmpfs lives in memory, and its pages are charged to the memory
-  cgroup of the process that wrote them: a sandbox's workspace files count
-  against its `memory_bytes` until the tmpfs is unmounted, and unmounting
-  discards them, so copy out what is needed first.
+  cgroup of the process that wrote them, for as long as the files exist: a
+  sandbox's workspace files count against its `memory_bytes` (a writer that
+  fills the group is OOM-killed, and the files stay), so give `memory_bytes`
+  room for `disk_bytes` on top of the working memory. Unmounting discards the
+  files, so copy out what is needed first.
 - `prlimit_argv()`: rlimits for where cgroups are unavailable. They are per
   process, not per sandbox, and RLIMIT_NPROC counts every process of the real
   uid and is not enforced at all for root, so it only isolates sandboxes that
@@ -259,7 +261,11 @@ def cgroups_unavailable_reason() -> str | None:
 
 
 def cgroups_available() -> bool:
-    """True when per-sandbox cgroups can be made; else fall back to `prlimit_argv`, warning."""
+    """True when per-sandbox cgroups can be made; else fall back to `prlimit_argv`, warning.
+
+    The first call creates the `cursorbench` parent folders; they stay, shared by every
+    harness on the machine.
+    """
     return cgroups_unavailable_reason() is None
 
 
@@ -286,6 +292,8 @@ class SandboxCgroup:
     Memory counts RAM and swap together (v1 `memory.memsw.limit_in_bytes` equal to the
     memory limit, v2 `memory.swap.max` 0), so swap is no way around the limit. When the
     limit is reached the kernel OOM-kills a process of the group, not of the machine.
+    The sandbox must not see /sys/fs/cgroup: root inside it, even without capabilities,
+    owns the `cgroup.procs` files and could move itself out.
     """
 
     def __init__(self, limits: ResourceLimits, name: str | None = None) -> None:

@@ -199,6 +199,19 @@ def test_a_tmpfs_workspace_refuses_to_grow_past_its_size(workspace: Path) -> Non
     assert list(workspace.iterdir()) == []  # nothing of it landed on the disk below
 
 
+@needs_cgroups
+def test_workspace_files_count_against_the_writers_memory_limit(
+    workspace: Path, make_cgroup: Callable[..., SandboxCgroup]
+) -> None:
+    if not mount_workspace_tmpfs(workspace, 100 * MIB):
+        pytest.skip("mounting is not permitted here")
+    group = make_cgroup(memory_bytes=32 * MIB)
+    done = run(group.wrap(["dd", "if=/dev/zero", f"of={workspace}/f", "bs=1M", "count=60"]))
+    assert done.returncode == -9  # OOM-killed below the tmpfs size
+    assert group.limit_hit() == "memory limit of 32 MiB reached"
+    assert disk_usage(workspace).used_bytes < 32 * MIB
+
+
 def test_mounting_refuses_a_folder_with_files(workspace: Path) -> None:
     (workspace / "kept").touch()
     with pytest.raises(ValueError):
