@@ -41,6 +41,7 @@ from harness.sandbox.limits import (
     ResourceLimits,
     SandboxCgroup,
     cgroups_available,
+    disk_full,
     mount_workspace_tmpfs,
     unmount,
 )
@@ -129,7 +130,7 @@ class LocalSandbox:
         if jail.uid is not None:
             _chown(folder, jail.uid)
         if jail.confined and cgroups_available():
-            self._cgroup = SandboxCgroup(folder.name, self.limits)
+            self._cgroup = SandboxCgroup(self.limits)
 
     @property
     def root(self) -> str:
@@ -189,7 +190,7 @@ class LocalSandbox:
     def _check_limits(self) -> None:
         if self._limit is None and self._cgroup is not None:
             self._limit = self._cgroup.limit_hit()
-        if self._limit is None and self._tmpfs and _full(self.host_workspace):
+        if self._limit is None and self._tmpfs and disk_full(self.host_workspace):
             self._limit = f"workspace disk limit of {_size(self.limits.disk_bytes)} reached"
         if self._limit is not None:
             raise ResourceLimitExceeded(self._limit)
@@ -342,11 +343,6 @@ class LocalBackend:
 
 def _chown(folder: Path, uid: int) -> None:
     subprocess.run(["chown", "-R", "-h", f"{uid}:{uid}", "--", str(folder)], check=True)
-
-
-def _full(path: Path) -> bool:
-    stats = os.statvfs(path)
-    return stats.f_bavail * stats.f_frsize < 64 * 1024
 
 
 def _size(size: int) -> str:
