@@ -155,7 +155,8 @@ def test_links_at_protected_names_and_a_linked_tests_folder(red_team, tmp_path: 
         f"ln -s textkit/evil.py conftest.py; mkdir -p pkg2 && ln -s {dir_target} pkg2/conftest.py; "
         f"mv tests tests_old && ln -s {dir_target} tests; ln -s {file_target} escape.txt"
     )
-    evil = "import pytest\n@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    return True\n"
+    evil = "import pytest\n\n\n@pytest.hookimpl(tryfirst=True)\n"
+    evil += "def pytest_runtest_call(item):\n    return True\n"
     result = red_team([write("textkit/evil.py", evil), attack])
     assert_failed(result)
 
