@@ -23,7 +23,7 @@ import pytest
 
 from cursorbench.loader import bundled_suite
 from harness.doubles import ScriptedDouble
-from harness.openai_server import Reply
+from harness.openai_server import Reply, first_user_message
 from harness.sandbox import bubblewrap_works
 
 pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
@@ -79,12 +79,18 @@ def red_team(tmp_path: Path, serve, host_canaries) -> Callable[..., dict[str, An
     """Runs a script of steps through `cursorbench run`; returns the attempt's result."""
     counter = iter(range(1000))
 
-    def run(steps: list[Any], *extra: str, tasks: str = TASK_ID) -> dict[str, Any]:
+    def run(steps: Any, *extra: str, tasks: tuple[str, ...] = (TASK_ID,)) -> dict[str, Any]:
         before = host_canaries()
         out = tmp_path / f"run{next(counter)}"
-        url = serve(ScriptedDouble([*steps, tool("finish", summary="done")]))
+        responder = (
+            steps
+            if not isinstance(steps, list)
+            else ScriptedDouble([*steps, tool("finish", summary="done")])
+        )
+        url = serve(responder)
+        selected = [arg for task in tasks for arg in ("--tasks", task)]
         done = subprocess.run(
-            [*CLI, "run", "--base-url", url, "--model", "scripted-double", "--tasks", tasks,
+            [*CLI, "run", "--base-url", url, "--model", "scripted-double", *selected,
              "--sandbox", "bubblewrap", "--out", str(out), "--max-retries", "0", *extra],
             capture_output=True, text=True, timeout=600, env=os.environ.copy(),
         )  # fmt: skip
@@ -307,3 +313,121 @@ def test_kernel_interfaces_and_host_layout(red_team, tmp_path: Path) -> None:
 def test_what_the_agent_causes_is_failed_never_error(red_team, steps: list[Reply]) -> None:
     result = red_team([*steps, write("NOTES.md", "x\n")])
     assert_failed(result)
+
+
+# --- 4. resource limits: the attacker fails, the host and the other attempts carry on ----------
+
+
+class ByTask:
+    """A scripted double per task: the script whose key the task's prompt contains."""
+
+    models = ["scripted-double"]
+
+    def __init__(self, scripts: dict[str, list[Any]]) -> None:
+        self.scripts = {
+            key: ScriptedDouble([*steps, tool("finish", summary="done")])
+            for key, steps in scripts.items()
+        }
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        prompt = first_user_message(request)
+        script = next(s for key, s in self.scripts.items() if key in prompt)
+        return script.respond(request)
+
+
+CASE_TASK = "textkit-case-styles"
+CASE_PROMPT_KEY = "case"  # in the case-styles prompt, not in the slugify one
+
+
+def both_tasks(red_team, attacker: list[Any], honest: list[Any]) -> tuple[dict, dict]:
+    runs = red_team(
+        ByTask({"slugify": attacker, CASE_PROMPT_KEY: honest}),
+        "--concurrency", "2",
+        tasks=(TASK_ID, CASE_TASK),
+    )  # fmt: skip
+    by_task = {result["task_id"]: result for result in runs["all"]}
+    return by_task[TASK_ID], by_task[CASE_TASK]
+
+
+def reference_steps(task_id: str) -> list[Any]:
+    from cursorbench.loader import tasks_from_options
+    from cursorbench.reference import reference_steps as steps
+    from cursorbench.workspace import build
+
+    return steps(build(tasks_from_options([task_id])[0]))[:-1]  # without its finish
+
+
+LIMIT_ATTACKS = {
+    "fork-storm": 'python -c "import os, time\nwhile True:\n    try: os.fork()\n'
+    '    except OSError: time.sleep(0.01)" & sleep 8; echo survived',
+    "memory-bomb": 'python -c "b = []\nwhile True: b.append(bytearray(64 << 20))"; echo rc=$?',
+    "disk-fill": "for i in $(seq 1 40); do head -c 100000000 /dev/zero > fill$i || break; done",
+    "one-huge-file": "head -c 1100000000 /dev/zero > huge.bin; ls -l huge.bin",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", sorted(LIMIT_ATTACKS))
+def test_resource_limits_stop_the_attacker_not_its_neighbour(red_team, attack: str) -> None:
+    attacker, honest = both_tasks(
+        red_team, [shell(LIMIT_ATTACKS[attack]), *solve()], reference_steps(CASE_TASK)
+    )
+    assert attacker["status"] == "failed", attacker
+    assert attacker["failure"] in {"resource_limit", "tests_failed"}, attacker["error"]
+    if attack != "one-huge-file":  # a file size limit alone is enforced per process
+        assert attacker["failure"] == "resource_limit", attacker["error"]
+    assert honest["status"] == "resolved", honest["error"]
+
+
+# --- 6. concurrent attempts share no channel ----------------------------------------------------
+
+SENDER = """
+import fcntl, os, socket, time
+held = []
+for path in ["/usr/bin/env", "/dev/null", os.__file__]:
+    f = open(path, "rb"); fcntl.flock(f, fcntl.LOCK_EX); fcntl.lockf(f, fcntl.LOCK_EX)
+    held.append(f)
+s = socket.socket(socket.AF_UNIX); s.bind("\\0cursorbench-channel"); s.listen(1)
+os.makedirs("/dev/shm", exist_ok=True)
+try: open("/dev/shm/cursorbench-channel", "w").write("secret")
+except OSError: pass
+time.sleep(10)
+"""
+
+LISTENER = """
+import fcntl, os, socket, struct, time
+seen = set()
+deadline = time.time() + 8
+while time.time() < deadline:
+    for path in ["/usr/bin/env", "/dev/null", os.__file__]:
+        f = open(path, "rb")
+        try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError: seen.add("flock " + path)
+        probe = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+        if struct.unpack("hhqqi", fcntl.fcntl(f, fcntl.F_GETLK, probe))[0] != fcntl.F_UNLCK:
+            seen.add("posix lock " + path)
+        f.close()
+    try:
+        c = socket.socket(socket.AF_UNIX); c.connect("\\0cursorbench-channel"); seen.add("socket")
+    except OSError: pass
+    if os.path.exists("/dev/shm/cursorbench-channel"): seen.add("shm")
+    if "cursorbench" in open("/proc/locks").read(): seen.add("proc locks")
+    time.sleep(0.2)
+print("SEEN", sorted(seen))
+"""
+
+
+@pytest.mark.slow
+def test_two_cooperating_attempts_cannot_talk(red_team) -> None:
+    sender, listener = both_tasks(
+        red_team,
+        [write("send.py", SENDER), shell("python send.py")],
+        [write("listen.py", LISTENER), shell("python listen.py")],
+    )
+    outputs = [
+        r["output"]
+        for r in listener["records"]
+        if r["type"] == "tool" and "SEEN" in r.get("output", "")
+    ]
+    assert outputs and "SEEN []" in outputs[0], outputs
+    assert_failed(sender)
