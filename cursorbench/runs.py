@@ -26,7 +26,11 @@ from harness.rundir import RunDir
 from harness.runner import RunConfig, Runner, RunOptions
 from harness.sandbox import UNCONFINED_WARNING, SandboxSettings, choose_backend, open_backend
 from harness.sandbox.bubblewrap import default_hidden_paths
-from harness.sandbox.limits import protect_harness
+from harness.sandbox.limits import (
+    cgroups_available,
+    cgroups_unavailable_reason,
+    protect_harness,
+)
 from harness.spec import PreparedTask
 
 EMBEDDED_BASE_URL = "embedded://reference-solver"
@@ -159,6 +163,9 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     slots = threading.Semaphore(request.max_sandbox_commands or (os.cpu_count() or 2))
     sandboxes = open_backend(backend, SandboxSettings(hidden=hidden, command_slots=slots))
     protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
+    if sandboxes.confined and not cgroups_available():
+        reason = cgroups_unavailable_reason() or "cgroups are not writable here"
+        warnings.append(f"no memory, process or disk limits per attempt: {reason}")
     sandboxes.self_test(cache_home() / "self-test")
     runner = Runner(tasks, config, options, client, sandboxes, RunDir(out), store)
     stack.callback(runner.run_dir.unlock)
