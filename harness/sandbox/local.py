@@ -113,8 +113,17 @@ class LocalSandbox:
         self._cgroup: SandboxCgroup | None = None
         self._tmpfs = False
         self._limit: str | None = None
+        self.baseline: Baseline | None = None
         remove_tree(folder)
         folder.mkdir(parents=True)
+        try:
+            self._prepare(source, overlay, track_changes)
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare(self, source: Path, overlay: Path | None, track_changes: bool) -> None:
+        jail, folder = self.jail, self.folder
         self.host_workspace.mkdir()
         self._scratch.mkdir()
         if jail.confined:
@@ -123,7 +132,6 @@ class LocalSandbox:
         if overlay is not None:
             _copy_into(overlay, self.host_workspace)
         self._known_big = _big_files(self.host_workspace, self.limits.diff_bytes)
-        self.baseline: Baseline | None = None
         if track_changes:  # grading never diffs: it skips the snapshot
             self.baseline = Baseline(folder / "baseline", self.host_workspace)
             self.baseline.snapshot()
@@ -216,7 +224,7 @@ class LocalSandbox:
             raise SandboxError(f"{path}: no such file")
         if done.exit_code != 0:
             raise SandboxError(f"{path}: cannot read: {_last_line(done.output)}")
-        if done.output_limit_hit or len(done.output.encode("utf-8", "replace")) > MAX_READ_BYTES:
+        if done.output_limit_hit or done.output_bytes > MAX_READ_BYTES:
             raise SandboxError(f"{path}: larger than {MAX_READ_BYTES} bytes; use `run` to inspect")
         return done.output
 

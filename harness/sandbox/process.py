@@ -39,6 +39,7 @@ class Completed:
     timed_out: bool = False
     output_limit_hit: bool = False
     omitted_bytes: int = 0
+    output_bytes: int = 0  # how many bytes the command printed in all
     report: bytes | None = None  # what the command wrote to its report path, in order
 
     @property
@@ -213,6 +214,7 @@ def _collect(
         timed_out=timed_out,
         output_limit_hit=limit_hit,
         omitted_bytes=buffer.omitted,
+        output_bytes=buffer.total,
         report=bytes(report) if report_fd is not None else None,
     )
 
