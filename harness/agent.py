@@ -25,6 +25,8 @@ Make the change the user asks for, check it (for example by running the tests), 
 `finish` with a one-paragraph summary of what you changed."""
 
 MAX_MALFORMED_REPLIES = 3  # consecutive replies whose every tool call was unusable
+MAX_TOOL_CALLS_PER_REPLY = 25  # calls past this in one reply are skipped, not run
+MAX_TOOL_CALLS = 500  # calls run per attempt; one more ends it as `tool_call_limit`
 
 
 class LimitExceeded(Exception):
@@ -38,7 +40,7 @@ class AgentOutcome:
     failure: Failure | None  # None: the agent finished on its own
     message: str
     turns: int = 0
-    tool_calls: int = 0
+    tool_calls: int = 0  # calls run; calls skipped past the per-reply budget are not counted
     usage: Usage = field(default_factory=Usage)
 
 
@@ -60,8 +62,18 @@ class _Budget:
 
 
 def run_agent(
-    model: ChatModel, sandbox: Sandbox, prompt: str, limits: Limits, trajectory: Trajectory
+    model: ChatModel,
+    sandbox: Sandbox,
+    prompt: str,
+    limits: Limits,
+    trajectory: Trajectory,
+    *,
+    max_tool_calls_per_reply: int = MAX_TOOL_CALLS_PER_REPLY,
+    max_tool_calls: int = MAX_TOOL_CALLS,
 ) -> AgentOutcome:
+    """Runs the loop to its end. Of one reply's tool calls only the first
+    `max_tool_calls_per_reply` run (each of the rest gets a tool result saying it was
+    skipped); running more than `max_tool_calls` in the attempt ends it as `tool_call_limit`."""
     budget = _Budget(limits)
     context = ToolContext(sandbox, limits.command_timeout_s, budget.time_left)
     outcome = AgentOutcome(failure=None, message="")
@@ -83,10 +95,15 @@ def run_agent(
             if not reply.tool_calls:
                 raise Submitted(reply.content or "")
             all_malformed = True
-            for call in reply.tool_calls:
-                outcome.tool_calls += 1
-                text, was_malformed = _run_tool(context, call, trajectory)
-                all_malformed &= was_malformed
+            for index, call in enumerate(reply.tool_calls):
+                if index >= max_tool_calls_per_reply:
+                    text = _skip(call, len(reply.tool_calls), max_tool_calls_per_reply, trajectory)
+                else:
+                    if outcome.tool_calls >= max_tool_calls:
+                        raise LimitExceeded(Failure.TOOL_CALL_LIMIT, f"{max_tool_calls} tool calls")
+                    outcome.tool_calls += 1
+                    text, was_malformed = _run_tool(context, call, trajectory)
+                    all_malformed &= was_malformed
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
             malformed = malformed + 1 if all_malformed else 0
             if malformed >= MAX_MALFORMED_REPLIES:
@@ -103,6 +120,18 @@ def run_agent(
         outcome.message = str(error)
     trajectory.write("agent_end", failure=outcome.failure, message=outcome.message)
     return outcome
+
+
+def _skip(call: ToolCall, made: int, allowed: int, trajectory: Trajectory) -> str:
+    """The tool result for a call past the per-reply budget: it is not run."""
+    text = (
+        f"error: skipped: this reply made {made} tool calls, more than the {allowed} allowed "
+        f"per reply; only the first {allowed} were run"
+    )
+    trajectory.write(
+        "tool", id=call.id, name=call.name, arguments=call.arguments, output=text, skipped=True
+    )
+    return text
 
 
 def _run_tool(context: ToolContext, call: ToolCall, trajectory: Trajectory) -> tuple[str, bool]:

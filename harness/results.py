@@ -27,6 +27,7 @@ class Failure(StrEnum):
     TOKEN_LIMIT = "token_limit"
     CONTEXT_OVERFLOW = "context_overflow"
     FORMAT_ERROR = "format_error"
+    TOOL_CALL_LIMIT = "tool_call_limit"
     TEST_TIMEOUT = "test_timeout"
     MODEL_API_ERROR = "model_api_error"
     INFRA_ERROR = "infra_error"

@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from harness.agent import MAX_MALFORMED_REPLIES, AgentOutcome, run_agent
+from harness.agent import (
+    MAX_MALFORMED_REPLIES,
+    MAX_TOOL_CALLS,
+    MAX_TOOL_CALLS_PER_REPLY,
+    AgentOutcome,
+    run_agent,
+)
 from harness.doubles import FailingDouble, ScriptedDouble
 from harness.model import OpenAIChatModel, RetryPolicy
 from harness.openai_server import RawReply, Reply, error_reply
@@ -68,7 +74,9 @@ def agent(
 ) -> Callable[..., tuple[AgentOutcome, list[dict[str, Any]]]]:
     """Runs the loop against a responder; returns the outcome and the trajectory records."""
 
-    def go(responder: Any, limits: Limits | None = None) -> tuple[AgentOutcome, list[dict]]:
+    def go(
+        responder: Any, limits: Limits | None = None, **budgets: int
+    ) -> tuple[AgentOutcome, list[dict]]:
         model = OpenAIChatModel(
             name=responder.models[0],
             base_url=serve_fast(responder),
@@ -78,7 +86,9 @@ def agent(
         )
         path = tmp_path / "trajectory.jsonl"
         with Trajectory(path, {"task_id": "t", "epoch": 0}) as trajectory:
-            outcome = run_agent(model, sandbox, "Set VALUE to 2.", limits or Limits(), trajectory)
+            outcome = run_agent(
+                model, sandbox, "Set VALUE to 2.", limits or Limits(), trajectory, **budgets
+            )
         return outcome, read_trajectory(path)
 
     return go
@@ -254,6 +264,41 @@ def test_tool_errors_that_are_not_malformed_do_not_count(agent: Any) -> None:
     outcome, _ = agent(ScriptedDouble([missing] * 4))
     assert outcome.failure is None
     assert outcome.turns == 5
+
+
+def test_calls_past_the_per_reply_budget_are_skipped_but_answered(
+    agent: Any, sandbox: LocalSandbox
+) -> None:
+    flood = Reply(tool_calls=[("run", {"command": f"echo {n} >> calls.txt"}) for n in range(8)])
+    responder = Recording([flood, Reply(content="done")])
+    outcome, records = agent(responder, max_tool_calls_per_reply=3)
+    assert outcome.failure is None
+    assert outcome.tool_calls == 3
+    assert sandbox.read("calls.txt") == "0\n1\n2\n"
+    _, second = responder.requests
+    assistant, *results = second["messages"][2:]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in assistant["tool_calls"]]
+    skipped = [r["content"] for r in results[3:]]
+    assert len(skipped) == 5
+    assert all("this reply made 8 tool calls, more than the 3 allowed" in s for s in skipped)
+    assert all(r["content"].startswith("[exit code 0]") for r in results[:3])
+    tools = [r for r in records if r["type"] == "tool"]
+    assert [bool(t.get("skipped")) for t in tools] == [False] * 3 + [True] * 5
+
+
+def test_calls_past_the_attempt_budget_end_it_as_a_tool_call_limit(agent: Any) -> None:
+    responder = Forever(Reply(tool_calls=[("list_dir", {})] * 4))
+    outcome, records = agent(responder, max_tool_calls=10)
+    assert outcome.failure is Failure.TOOL_CALL_LIMIT
+    assert outcome.failure.status.value == "failed"
+    assert outcome.message == "10 tool calls"
+    assert outcome.tool_calls == 10
+    assert outcome.turns == 3
+    assert records[-1]["failure"] == "tool_call_limit"
+
+
+def test_the_default_tool_call_budgets() -> None:
+    assert (MAX_TOOL_CALLS_PER_REPLY, MAX_TOOL_CALLS) == (25, 500)
 
 
 def test_failing_endpoint_is_a_model_api_error(agent: Any) -> None:
