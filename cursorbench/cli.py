@@ -24,6 +24,7 @@ from cursorbench.report import print_run
 from cursorbench.runs import RunRequest, UsageError, start_run
 from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build
+from harness.model import DEFAULT_REQUEST_TIMEOUT_S
 from harness.pricing import PriceTableError
 from harness.results import AttemptResult, in_order
 from harness.rundir import RunDir, RunDirError
@@ -86,6 +87,9 @@ def run(
     temperature: Annotated[float | None, typer.Option()] = None,
     max_retries: Annotated[int, typer.Option(min=0, help="Retries per model call.")] = 4,
     retry_backoff: Annotated[float, typer.Option(min=0, help="First retry wait (s).")] = 1.0,
+    request_timeout: Annotated[
+        float, typer.Option(help="Seconds one model request may take before it is retried.")
+    ] = DEFAULT_REQUEST_TIMEOUT_S,
     prices: Annotated[Path | None, typer.Option(help="YAML price table to add.")] = None,
     price_input: Annotated[float | None, typer.Option(help="$ per M input tokens.")] = None,
     price_output: Annotated[float | None, typer.Option(help="$ per M output tokens.")] = None,
@@ -110,6 +114,7 @@ def run(
         temperature=temperature,
         max_retries=max_retries,
         retry_backoff_s=retry_backoff,
+        request_timeout_s=request_timeout,
         prices=prices,
         price_input=price_input,
         price_output=price_output,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.workspace import build, cache_home
-from harness.model import OpenAIChatModel, RetryPolicy
+from harness.model import DEFAULT_REQUEST_TIMEOUT_S, OpenAIChatModel, RetryPolicy
 from harness.openai_server import OpenAIServer
 from harness.pricing import Price, load_price_table, price_for
 from harness.rundir import RunDir
@@ -50,6 +50,7 @@ class RunRequest(BaseModel):
     temperature: float | None = None
     max_retries: int = Field(default=4, ge=0)
     retry_backoff_s: float = Field(default=1.0, ge=0)
+    request_timeout_s: float = Field(default=DEFAULT_REQUEST_TIMEOUT_S, gt=0)
     prices: Path | None = None
     price_input: float | None = Field(default=None, ge=0)
     price_output: float | None = Field(default=None, ge=0)
@@ -142,6 +143,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         retry=RetryPolicy(max_retries=request.max_retries, backoff_s=request.retry_backoff_s),
         temperature=request.temperature,
         connection_slots=threading.Semaphore(request.max_connections or request.concurrency),
+        request_timeout_s=request.request_timeout_s,
     )
     db_url = request.db or default_db_url()
     store = open_store(db_url)

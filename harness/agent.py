@@ -46,15 +46,23 @@ class AgentOutcome:
 
 @dataclass
 class _Budget:
+    """The agent's own time counts against its wall time: tool calls and the latency of
+    model replies. Time the endpoint made it wait (failed tries, backoff) does not."""
+
     limits: Limits
     started: float = field(default_factory=time.monotonic)
+    not_charged_s: float = 0.0
 
     def time_left(self) -> float:
-        return self.limits.wall_time_s - (time.monotonic() - self.started)
+        charged = time.monotonic() - self.started - self.not_charged_s
+        return self.limits.wall_time_s - charged
 
-    def check(self, turns: int, usage: Usage) -> None:
+    def check_time(self) -> None:
         if self.time_left() <= 0:
             raise LimitExceeded(Failure.AGENT_TIMEOUT, f"wall time {self.limits.wall_time_s}s")
+
+    def check(self, turns: int, usage: Usage) -> None:
+        self.check_time()
         if turns >= self.limits.max_turns:
             raise LimitExceeded(Failure.TURN_LIMIT, f"{self.limits.max_turns} turns")
         if usage.tokens >= self.limits.max_tokens:
@@ -87,11 +95,13 @@ def run_agent(
     try:
         while True:
             budget.check(outcome.turns, outcome.usage)
-            reply = model.complete(messages, tool_schemas(), timeout=max(budget.time_left(), 1))
+            reply = model.complete(messages, tool_schemas())
+            budget.not_charged_s += reply.usage.retry_wait_s
             outcome.turns += 1
             outcome.usage.add(reply.usage)
             messages.append(reply.as_message())
             trajectory.write("model", message=messages[-1], usage=reply.usage.model_dump())
+            budget.check_time()  # a reply that came after the wall time is not acted on
             if not reply.tool_calls:
                 raise Submitted(reply.content or "")
             all_malformed = True
@@ -113,11 +123,11 @@ def run_agent(
     except LimitExceeded as stop:
         outcome.failure, outcome.message = stop.failure, str(stop)
     except ContextOverflow as overflow:
+        outcome.usage.add(overflow.usage)
         outcome.failure, outcome.message = Failure.CONTEXT_OVERFLOW, str(overflow)
-    except ModelAPIError as error:
-        out_of_time = budget.time_left() <= 0
-        outcome.failure = Failure.AGENT_TIMEOUT if out_of_time else Failure.MODEL_API_ERROR
-        outcome.message = str(error)
+    except ModelAPIError as error:  # never the agent's timeout: the endpoint failed
+        outcome.usage.add(error.usage)
+        outcome.failure, outcome.message = Failure.MODEL_API_ERROR, str(error)
     trajectory.write("agent_end", failure=outcome.failure, message=outcome.message)
     return outcome
 

@@ -34,15 +34,18 @@ class FailingDouble:
 
 
 class JunkDouble:
-    """Answers 200 with bodies that are not chat completions."""
+    """Answers 200 with bodies that are not chat completions (e.g. an HTML page)."""
 
     models = ["junk-double"]
 
-    def __init__(self, body: bytes = b'{"choices": []}') -> None:
+    def __init__(
+        self, body: bytes = b'{"choices": []}', content_type: str = "application/json"
+    ) -> None:
         self.body = body
+        self.content_type = content_type
 
     def respond(self, request: dict[str, Any]) -> RawReply:
-        return RawReply(200, self.body)
+        return RawReply(200, self.body, self.content_type)
 
 
 Step = Reply | RawReply | Callable[[dict[str, Any]], Reply | RawReply]

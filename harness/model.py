@@ -1,11 +1,13 @@
 """Chat models: the `ChatModel` protocol and its client for OpenAI-compatible endpoints.
 
 `OpenAIChatModel` speaks chat completions with tool calling through the
-official `openai` client, retries with backoff on 429, 5xx, timeouts,
-dropped connections and junk replies, and meters tokens, latency and cost.
-What it cannot get after its retries becomes a `ModelAPIError`; a prompt too
-long for the model becomes a `ContextOverflow`. Malformed tool-call arguments
-are passed through untouched: the agent loop turns them into tool errors.
+official `openai` client, bounds each request by its own timeout, retries with
+backoff on 429, 5xx, timeouts, dropped connections and junk replies, and
+meters tokens, latency, retries and cost. What it cannot get after its
+retries becomes a `ModelAPIError`; a prompt too long for the model becomes a
+`ContextOverflow`; both carry the usage spent on the way (retries, time spent
+waiting). Malformed tool-call arguments are passed through untouched: the
+agent loop turns them into tool errors.
 """
 
 from __future__ import annotations
@@ -35,14 +37,24 @@ RETRYABLE = (
 CONTEXT_OVERFLOW = re.compile(
     r"context.length|maximum context|context window|too many tokens|prompt is too long", re.I
 )
+DEFAULT_REQUEST_TIMEOUT_S = 300.0  # one try of one request; see the README for why 300
+SHOWN_BODY_BYTES = 80  # of a junk reply, in error messages
 
 
 class ModelAPIError(Exception):
     """The endpoint could not give a usable reply after retries."""
 
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or Usage()  # what the failed call cost: retries, time waited
+
 
 class ContextOverflow(Exception):
     """The conversation no longer fits the model's context window."""
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or Usage()
 
 
 class ToolCall(BaseModel):
@@ -74,9 +86,10 @@ class ModelReply(BaseModel):
 class ChatModel(Protocol):
     name: str
 
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
-    ) -> ModelReply: ...
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        """One reply. Its `usage.retry_wait_s` is the time spent on failed tries and
+        backoff, which the agent's wall-time budget does not count."""
+        ...
 
 
 class RetryPolicy(BaseModel):
@@ -102,44 +115,58 @@ class OpenAIChatModel:
         retry: RetryPolicy | None = None,
         temperature: float | None = None,
         connection_slots: threading.Semaphore | None = None,
+        request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
     ) -> None:
         self.name = name
+        self.base_url = base_url
         self.price = price
         self.retry = retry or RetryPolicy()
         self.temperature = temperature
+        self.request_timeout_s = request_timeout_s
         self._slots = connection_slots
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
 
-    def complete(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
-    ) -> ModelReply:
-        """One reply; `timeout` bounds the whole call, retries and their waits included."""
-        deadline = time.monotonic() + timeout
+    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
+        """One reply. Each try gets `request_timeout_s`; a try that fails in a way worth
+        retrying is retried up to `retry.max_retries` times, with backoff."""
         retries = 0
+        waited = 0.0  # on failed tries and backoff
         while True:
             started = time.monotonic()
             try:
-                reply = self._call(messages, tools, max(deadline - started, 0.01))
+                reply = self._call(messages, tools)
             except (*RETRYABLE, _JunkReply) as error:
+                waited += time.monotonic() - started
+                if retries >= self.retry.max_retries:
+                    spent = Usage(retries=retries, retry_wait_s=waited)
+                    raise ModelAPIError(self._describe(error, retries), spent) from None
                 wait = self.retry.wait(retries, _retry_after(error))
-                if retries >= self.retry.max_retries or time.monotonic() + wait >= deadline:
-                    raise ModelAPIError(_describe(error, retries)) from None
                 time.sleep(wait)
+                waited += wait
                 retries += 1
                 continue
             except openai.APIStatusError as error:
+                waited += time.monotonic() - started
+                spent = Usage(retries=retries, retry_wait_s=waited)
                 if CONTEXT_OVERFLOW.search(str(error.message)):
-                    raise ContextOverflow(str(error.message)) from None
-                raise ModelAPIError(_describe(error, retries)) from None
+                    raise ContextOverflow(str(error.message), spent) from None
+                raise ModelAPIError(self._describe(error, retries), spent) from None
             except openai.OpenAIError as error:
-                raise ModelAPIError(_describe(error, retries)) from None
+                waited += time.monotonic() - started
+                spent = Usage(retries=retries, retry_wait_s=waited)
+                raise ModelAPIError(self._describe(error, retries), spent) from None
             reply.usage.model_latency_s = time.monotonic() - started
             reply.usage.retries = retries
+            reply.usage.retry_wait_s = waited
             return reply
 
-    def _call(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], timeout: float
-    ) -> ModelReply:
+    def _describe(self, error: Exception, retries: int) -> str:
+        if isinstance(error, openai.APITimeoutError):
+            after = f" after {retries} retries" if retries else ""
+            return f"timeout{after}: no reply within {self.request_timeout_s:g}s"
+        return _describe(error, retries)
+
+    def _call(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
         options: dict[str, Any] = {}
         if self.temperature is not None:
             options["temperature"] = self.temperature
@@ -147,28 +174,34 @@ class OpenAIChatModel:
             # The conversation goes in `extra_body`, already in wire format: the client's
             # own transform of `messages` walks every message's type hints and costs
             # ~1 ms per message per call, which dominated the harness's time per step.
-            try:
-                response = self._client.chat.completions.create(
-                    model=self.name,
-                    messages=[],
-                    timeout=timeout,
-                    extra_body={"messages": messages, "tools": tools, **options},
-                )
-            except (ValueError, TypeError) as error:  # a 200 whose body is not a completion
-                raise _JunkReply(f"unreadable reply ({type(error).__name__})") from None
+            raw = self._client.chat.completions.with_raw_response.create(
+                model=self.name,
+                messages=[],
+                timeout=self.request_timeout_s,
+                extra_body={"messages": messages, "tools": tools, **options},
+            )
+        try:
+            response = raw.parse()
+        except (ValueError, TypeError):  # a 200 whose body is not JSON
+            raise _JunkReply("", raw.http_response) from None
+        if isinstance(response, str):  # not JSON either: the client hands back the text
+            raise _JunkReply("", raw.http_response)
         try:
             return self._parse(response, messages)
+        except _JunkReply as junk:
+            raise _JunkReply(junk.reason, raw.http_response) from None
         except (ValueError, TypeError, AttributeError) as error:
-            raise _JunkReply(f"malformed reply ({type(error).__name__}: {error})") from None
+            reason = f"malformed ({type(error).__name__})"
+            raise _JunkReply(reason, raw.http_response) from None
 
     def _parse(self, response: Any, messages: list[dict[str, Any]]) -> ModelReply:
         choices = getattr(response, "choices", None)
         if not choices:
-            raise _JunkReply("the endpoint returned no choices")
+            raise _JunkReply("no choices")
         choice = choices[0]
         message = getattr(choice, "message", None)
         if message is None:
-            raise _JunkReply("the endpoint returned a choice without a message")
+            raise _JunkReply("a choice without a message")
         calls = [
             ToolCall(
                 id=call.id or f"call_{index}",
@@ -190,7 +223,28 @@ class OpenAIChatModel:
 
 
 class _JunkReply(Exception):
-    pass
+    """A 200 whose body is not a usable completion; says what came back (`response`
+    is the client's HTTP response)."""
+
+    def __init__(self, reason: str, response: Any = None) -> None:
+        self.reason = reason
+        self.response = response
+        super().__init__(": ".join(part for part in (reason, _what_came(response)) if part))
+
+
+def _what_came(response: Any) -> str:
+    """E.g. `200 text/html: '<!doctype html>...'`: status, content type, the body's start."""
+    if response is None:
+        return ""
+    kind = response.headers.get("content-type", "no content type").split(";")[0].strip()
+    body = response.content
+    shown = body[:SHOWN_BODY_BYTES].decode("utf-8", "replace")
+    shown += "..." if len(body) > SHOWN_BODY_BYTES else ""
+    return (
+        f"{response.status_code} {kind}: {shown!r}"
+        if body
+        else f"{response.status_code} {kind}: empty"
+    )
 
 
 def _arguments_text(arguments: Any) -> str:

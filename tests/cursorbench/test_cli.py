@@ -81,6 +81,32 @@ def test_an_endpoint_answering_500_ends_in_errors_not_failures(tmp_path: Path, s
     assert all("HTTP 500 after 2 retries" in line["error"] for line in attempt_lines(out))
 
 
+class HangingDouble:
+    """Lists its model, then never answers a chat completion in time."""
+
+    models = ["hanging-double"]
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        time.sleep(5)
+        return Reply(content="too late")
+
+
+def test_a_hung_endpoint_ends_attempts_as_model_api_errors_quickly(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    started = time.monotonic()
+    done = cursorbench(
+        "run", "--base-url", serve(HangingDouble()), "--model", "hanging-double",
+        "--tasks", "textkit-slugify", "--request-timeout", "0.5", "--max-retries", "1",
+        "--retry-backoff", "0", "--out", str(out),
+    )  # fmt: skip
+    assert time.monotonic() - started < 30
+    assert done.returncode == 0, done.stderr
+    (line,) = attempt_lines(out)
+    assert (line["status"], line["failure"]) == ("error", "model_api_error")
+    assert line["error"] == "timeout after 1 retries: no reply within 0.5s"
+    assert line["usage"]["retries"] == 1
+
+
 def test_rerunning_resumes_without_repeating(tmp_path: Path, serve) -> None:
     url = serve(DoneOnlyDouble())
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"

@@ -196,38 +196,78 @@ def test_wall_time_stops_a_long_command(agent: Any) -> None:
     assert tool_outputs and tool_outputs[0].startswith("[timed out after 1s")
 
 
-class Hanging:
-    """Answers every request too late."""
+class Slow:
+    """Answers each request after `delay_s`, the first `failures` of them with a 500."""
 
-    models = ["hanging"]
+    models = ["slow"]
 
-    def __init__(self, delay_s: float) -> None:
+    def __init__(self, delay_s: float, reply: Reply, failures: int = 0) -> None:
         self.delay_s = delay_s
+        self.reply = reply
+        self.failures = failures
         self.requests = 0
 
-    def respond(self, request: dict[str, Any]) -> Reply:
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
         self.requests += 1
         time.sleep(self.delay_s)
-        return Reply(content="too late")
+        return error_reply(500, "busy") if self.requests <= self.failures else self.reply
 
 
-def test_a_hanging_endpoint_does_not_overrun_the_wall_time(
+def run_against(
+    responder: Any, sandbox: LocalSandbox, path: Path, limits: Limits, **model_options: Any
+) -> AgentOutcome:
+    model = OpenAIChatModel(
+        name=responder.models[0], api_key="sk-test", price=None, **model_options
+    )
+    with Trajectory(path, {}) as trajectory:
+        return run_agent(model, sandbox, "x", limits, trajectory)
+
+
+def test_a_hanging_endpoint_is_a_model_api_error_never_the_agents_timeout(
     serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
 ) -> None:
-    responder = Hanging(delay_s=2.0)
-    model = OpenAIChatModel(
-        name="hanging",
-        base_url=serve_fast(responder),
-        api_key="sk-test",
-        price=None,
-        retry=RetryPolicy(max_retries=2, backoff_s=0.0),
-    )
+    responder = Slow(delay_s=3.0, reply=Reply(content="too late"))
     started = time.monotonic()
-    with Trajectory(tmp_path / "t.jsonl", {}) as trajectory:
-        outcome = run_agent(model, sandbox, "x", Limits(wall_time_s=1), trajectory)
+    outcome = run_against(
+        responder, sandbox, tmp_path / "t.jsonl", Limits(wall_time_s=0.5),
+        base_url=serve_fast(responder), request_timeout_s=0.3,
+        retry=RetryPolicy(max_retries=2, backoff_s=0.0),
+    )  # fmt: skip
     elapsed = time.monotonic() - started
+    assert outcome.failure is Failure.MODEL_API_ERROR
+    assert outcome.message == "timeout after 2 retries: no reply within 0.3s"
+    assert outcome.usage.retries == 2 and responder.requests == 3
+    assert elapsed < 2.0, f"ran {elapsed:.1f}s"
+
+
+def test_time_spent_on_retries_is_not_charged_to_the_agent(
+    serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    finish = Reply(tool_calls=[("finish", {"summary": "ok"})])
+    responder = Slow(delay_s=0.3, reply=finish, failures=2)
+    outcome = run_against(
+        responder, sandbox, tmp_path / "t.jsonl", Limits(wall_time_s=0.8),
+        base_url=serve_fast(responder), retry=RetryPolicy(max_retries=2, backoff_s=0.2),
+    )  # fmt: skip
+    # Two failed tries (0.3 s each) and two backoffs (0.1-0.4 s) take longer than the
+    # agent's 0.8 s; only the good try's 0.3 s is the agent's.
+    assert outcome.failure is None, outcome.message
+    assert outcome.usage.retries == 2
+    assert outcome.usage.retry_wait_s >= 0.7
+
+
+def test_a_reply_that_comes_after_the_wall_time_is_not_acted_on(
+    serve_fast: Serve, sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    write = Reply(tool_calls=[("write_file", {"path": "late.txt", "content": "x"})])
+    responder = Slow(delay_s=0.8, reply=write)
+    outcome = run_against(
+        responder, sandbox, tmp_path / "t.jsonl", Limits(wall_time_s=0.5),
+        base_url=serve_fast(responder), request_timeout_s=5,
+    )  # fmt: skip
     assert outcome.failure is Failure.AGENT_TIMEOUT
-    assert elapsed < 2.0, f"ran {elapsed:.1f}s against a 1s wall time ({responder.requests} tries)"
+    assert outcome.turns == 1 and outcome.tool_calls == 0
+    assert "late.txt" not in sandbox.diff()
 
 
 def test_three_malformed_replies_in_a_row_is_a_format_error(agent: Any) -> None:

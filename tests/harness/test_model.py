@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -43,18 +45,29 @@ def completion(
     return RawReply(200, json.dumps(body).encode())
 
 
+@dataclass
+class Hanging:
+    """A step that answers only after `delay_s`: longer than the request timeout."""
+
+    delay_s: float
+
+
 class Sequence:
     """Answers with the given replies in order (the last one repeats); records requests."""
 
     models = ["seq-model"]
 
-    def __init__(self, *replies: Reply | RawReply) -> None:
+    def __init__(self, *replies: Reply | RawReply | Hanging) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
 
     def respond(self, request: dict[str, Any]) -> Reply | RawReply:
         self.requests.append(request)
-        return self.replies[min(len(self.requests), len(self.replies)) - 1]
+        reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
+        if isinstance(reply, Hanging):
+            time.sleep(reply.delay_s)
+            return Reply(content="too late")
+        return reply
 
 
 def model_for(
@@ -70,7 +83,7 @@ def test_text_reply_with_usage_and_cost(serve_fast: Serve) -> None:
         completion({"content": "hello"}, {"prompt_tokens": 1000, "completion_tokens": 500})
     )
     model = model_for(serve_fast(responder), price=Price(input=1.0, output=2.0))
-    reply = model.complete(MESSAGES, [], timeout=10)
+    reply = model.complete(MESSAGES, [])
     assert reply.content == "hello"
     assert reply.tool_calls == []
     assert reply.finish_reason == "stop"
@@ -87,7 +100,7 @@ def test_no_price_means_no_cost(serve_fast: Serve) -> None:
     responder = Sequence(
         completion({"content": "x"}, {"prompt_tokens": 10, "completion_tokens": 5})
     )
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert reply.usage.cost_usd == 0.0
     assert reply.usage.tokens == 15
 
@@ -95,7 +108,7 @@ def test_no_price_means_no_cost(serve_fast: Serve) -> None:
 def test_missing_usage_is_estimated_and_flagged(serve_fast: Serve) -> None:
     responder = Sequence(completion({"content": "abcdefgh"}))
     reply = model_for(serve_fast(responder), price=Price(input=1.0, output=1.0)).complete(
-        MESSAGES, [], timeout=10
+        MESSAGES, []
     )
     assert reply.usage.estimated_calls == 1
     assert reply.usage.tokens_in == len(json.dumps(MESSAGES)) // 4
@@ -106,7 +119,7 @@ def test_missing_usage_is_estimated_and_flagged(serve_fast: Serve) -> None:
 def test_request_carries_model_messages_tools_and_temperature(serve_fast: Serve) -> None:
     responder = Sequence(Reply(content="ok"))
     tools = [{"type": "function", "function": {"name": "noop", "parameters": {"type": "object"}}}]
-    model_for(serve_fast(responder), temperature=0.25).complete(MESSAGES, tools, timeout=10)
+    model_for(serve_fast(responder), temperature=0.25).complete(MESSAGES, tools)
     (request,) = responder.requests
     assert request["model"] == "seq-model"
     assert request["messages"] == MESSAGES
@@ -118,7 +131,7 @@ def test_tool_calls_are_parsed(serve_fast: Serve) -> None:
     responder = Sequence(
         Reply(tool_calls=[("read_file", {"path": "a.py"}), ("run", {"command": "ls"})])
     )
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert [(call.name, json.loads(call.arguments)) for call in reply.tool_calls] == [
         ("read_file", {"path": "a.py"}),
         ("run", {"command": "ls"}),
@@ -129,7 +142,7 @@ def test_tool_calls_are_parsed(serve_fast: Serve) -> None:
 
 def test_malformed_tool_call_arguments_pass_through_raw(serve_fast: Serve) -> None:
     responder = Sequence(Reply(tool_calls=[("write_file", "{not json")]))
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert [(call.name, call.arguments) for call in reply.tool_calls] == [
         ("write_file", "{not json")
     ]
@@ -138,7 +151,7 @@ def test_malformed_tool_call_arguments_pass_through_raw(serve_fast: Serve) -> No
 def test_tool_call_without_id_gets_one(serve_fast: Serve) -> None:
     call = {"id": None, "type": "function", "function": {"name": "finish", "arguments": "{}"}}
     responder = Sequence(completion({"content": None, "tool_calls": [call]}))
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert reply.tool_calls == [ToolCall(id="call_0", name="finish", arguments="{}")]
 
 
@@ -156,9 +169,10 @@ def test_reply_round_trips_as_an_assistant_message() -> None:
 
 def test_retries_on_500_then_succeeds(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(500, "boom"), error_reply(503, "busy"), Reply(content="ok"))
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert reply.content == "ok"
     assert reply.usage.retries == 2
+    assert reply.usage.retry_wait_s > 0
     assert len(responder.requests) == 3
 
 
@@ -169,16 +183,17 @@ def test_persistent_500_becomes_a_one_line_model_api_error(serve_fast: Serve) ->
         name="failing-double", base_url=base_url, api_key="k", price=None, retry=FAST
     )
     with pytest.raises(ModelAPIError) as caught:
-        model.complete(MESSAGES, [], timeout=10)
+        model.complete(MESSAGES, [])
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("HTTP 500 after 2 retries: ")
     assert "the double always fails" in message
+    assert caught.value.usage.retries == 2
 
 
 def test_429_is_retried_then_succeeds(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(429, "slow down"), Reply(content="finally"))
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert reply.content == "finally"
     assert reply.usage.retries == 1
     assert len(responder.requests) == 2
@@ -187,16 +202,14 @@ def test_429_is_retried_then_succeeds(serve_fast: Serve) -> None:
 def test_no_retries_when_the_policy_allows_none(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(500, "boom"), Reply(content="never reached"))
     with pytest.raises(ModelAPIError, match=r"^HTTP 500: "):
-        model_for(serve_fast(responder), retry=RetryPolicy(max_retries=0)).complete(
-            MESSAGES, [], timeout=10
-        )
+        model_for(serve_fast(responder), retry=RetryPolicy(max_retries=0)).complete(MESSAGES, [])
     assert len(responder.requests) == 1
 
 
 def test_401_is_not_retried(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(401, "invalid api key"), Reply(content="never reached"))
     with pytest.raises(ModelAPIError) as caught:
-        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert str(caught.value).startswith("HTTP 401: ")
     assert "invalid api key" in str(caught.value)
     assert len(responder.requests) == 1
@@ -206,14 +219,14 @@ def test_context_overflow_is_its_own_error(serve_fast: Serve) -> None:
     text = "This model's maximum context length is 8192 tokens, your messages resulted in 9000"
     responder = Sequence(error_reply(400, text))
     with pytest.raises(ContextOverflow, match="maximum context length is 8192"):
-        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert len(responder.requests) == 1
 
 
 def test_other_400_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(error_reply(400, "unsupported parameter: tools"))
     with pytest.raises(ModelAPIError, match=r"^HTTP 400: .*unsupported parameter"):
-        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert len(responder.requests) == 1
 
 
@@ -222,21 +235,60 @@ def test_junk_double_without_choices_is_retried_then_fails(serve_fast: Serve) ->
     model = OpenAIChatModel(
         name="junk-double", base_url=base_url, api_key="k", price=None, retry=FAST
     )
-    with pytest.raises(ModelAPIError, match="returned no choices") as caught:
-        model.complete(MESSAGES, [], timeout=10)
-    assert "after 2 retries" in str(caught.value)
+    with pytest.raises(ModelAPIError) as caught:
+        model.complete(MESSAGES, [])
+    expected = "bad reply after 2 retries: no choices: 200 application/json: '{\"choices\": []}'"
+    assert str(caught.value) == expected
+    assert caught.value.usage.retries == 2
+
+
+def test_an_html_page_says_what_came_back_and_counts_the_retries(serve_fast: Serve) -> None:
+    page = b"<!doctype html><html><head><title>Sign in</title></head><body>" + b"x" * 200
+    base_url = serve_fast(JunkDouble(page, content_type="text/html; charset=utf-8"))
+    model = OpenAIChatModel(
+        name="junk-double", base_url=base_url, api_key="k", price=None, retry=FAST
+    )
+    with pytest.raises(ModelAPIError) as caught:
+        model.complete(MESSAGES, [])
+    shown = page[:80].decode() + "..."
+    assert str(caught.value) == f"bad reply after 2 retries: 200 text/html: {shown!r}"
+    assert caught.value.usage.retries == 2
+    assert caught.value.usage.model_calls == 0
+
+
+def test_a_hanging_endpoint_times_out_per_request_and_is_retried(serve_fast: Serve) -> None:
+    responder = Sequence(Hanging(2.0))
+    model = model_for(serve_fast(responder), request_timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(ModelAPIError) as caught:
+        model.complete(MESSAGES, [])
+    assert time.monotonic() - started < 1.8
+    assert str(caught.value) == "timeout after 2 retries: no reply within 0.3s"
+    assert caught.value.usage.retries == 2
+    assert caught.value.usage.retry_wait_s >= 0.9
+    assert len(responder.requests) == 3
+
+
+def test_a_slow_try_then_a_good_one_reports_the_time_waited(serve_fast: Serve) -> None:
+    responder = Sequence(Hanging(1.0), Reply(content="ok"))
+    model = model_for(serve_fast(responder), request_timeout_s=0.3)
+    reply = model.complete(MESSAGES, [])
+    assert reply.content == "ok"
+    assert reply.usage.retries == 1
+    assert 0.3 <= reply.usage.retry_wait_s < 1.0
+    assert reply.usage.model_latency_s < 0.3
 
 
 def test_non_json_text_body_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(RawReply(200, b"not json", "text/plain"))
     with pytest.raises(ModelAPIError):
-        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert len(responder.requests) == 3
 
 
 def test_junk_then_good_reply_recovers(serve_fast: Serve) -> None:
     responder = Sequence(RawReply(200, b'{"choices": [{"index": 0}]}'), Reply(content="ok"))
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert reply.content == "ok"
     assert reply.usage.retries == 1
 
@@ -244,20 +296,20 @@ def test_junk_then_good_reply_recovers(serve_fast: Serve) -> None:
 def test_non_json_body_labelled_json_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(RawReply(200, b"<html>bad gateway</html>"))
     with pytest.raises(ModelAPIError):
-        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [])
 
 
 def test_wrongly_typed_choice_is_a_model_api_error(serve_fast: Serve) -> None:
     responder = Sequence(completion({"content": 5}))
     with pytest.raises(ModelAPIError, match="bad reply"):
-        model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+        model_for(serve_fast(responder)).complete(MESSAGES, [])
 
 
 def test_tool_arguments_sent_as_an_object_become_json_text(serve_fast: Serve) -> None:
     function = {"name": "run", "arguments": {"command": "ls"}}
     call = {"id": "c", "type": "function", "function": function}
     responder = Sequence(completion({"content": None, "tool_calls": [call]}))
-    reply = model_for(serve_fast(responder)).complete(MESSAGES, [], timeout=10)
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
         ("run", {"command": "ls"})
     ]
@@ -271,15 +323,15 @@ def test_unreachable_endpoint_is_a_model_api_error(serve_fast: Serve) -> None:
         port = probe.getsockname()[1]
     model = model_for(f"http://127.0.0.1:{port}/v1", retry=RetryPolicy(max_retries=1, backoff_s=0))
     with pytest.raises(ModelAPIError, match=r"^APIConnectionError after 1 retries"):
-        model.complete(MESSAGES, [], timeout=5)
+        model.complete(MESSAGES, [])
 
 
 def test_scripted_double_over_http(serve: Serve) -> None:
     base_url = serve(ScriptedDouble([Reply(content="first")]))
     model = OpenAIChatModel(name="scripted-double", base_url=base_url, api_key="k", price=None)
-    assert model.complete(MESSAGES, [], timeout=10).content == "first"
+    assert model.complete(MESSAGES, []).content == "first"
     later = [*MESSAGES, {"role": "assistant", "content": "first"}]
-    reply = model.complete(later, [], timeout=10)
+    reply = model.complete(later, [])
     assert [call.name for call in reply.tool_calls] == ["finish"]
 
 
