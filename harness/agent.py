@@ -2,7 +2,9 @@
 
 The loop asks the model for its next step, runs the tool calls it makes, and
 stops when the model calls `finish` (or answers without calling a tool), or
-when a budget, the endpoint or the model's output format gives out. Each way
+when a budget, the endpoint or the model's output format gives out. A reply
+cut off at the output token limit does not end the attempt: the model is told
+so and goes on. Each way
 of stopping is a typed exception turned into an `AgentOutcome`; scoring is not
 done here.
 """
@@ -27,6 +29,9 @@ Make the change the user asks for, check it (for example by running the tests), 
 MAX_MALFORMED_REPLIES = 3  # consecutive replies whose every tool call was unusable
 MAX_TOOL_CALLS_PER_REPLY = 25  # calls past this in one reply are skipped, not run
 MAX_TOOL_CALLS = 500  # calls run per attempt; one more ends it as `tool_call_limit`
+TRUNCATED_NOTE = (
+    "Your last reply was cut off at the output token limit; continue, keeping replies shorter."
+)
 
 
 class LimitExceeded(Exception):
@@ -100,24 +105,25 @@ def run_agent(
             outcome.turns += 1
             outcome.usage.add(reply.usage)
             messages.append(reply.as_message())
-            trajectory.write("model", message=messages[-1], usage=reply.usage.model_dump())
+            trajectory.write(
+                "model",
+                message=messages[-1],
+                finish_reason=reply.finish_reason,
+                usage=reply.usage.model_dump(),
+            )
             budget.check_time()  # a reply that came after the wall time is not acted on
-            if not reply.tool_calls:
+            truncated = reply.finish_reason == "length"
+            if not reply.tool_calls and not truncated:
                 raise Submitted(reply.content or "")
-            all_malformed = True
-            for index, call in enumerate(reply.tool_calls):
-                if index >= max_tool_calls_per_reply:
-                    text = _skip(call, len(reply.tool_calls), max_tool_calls_per_reply, trajectory)
-                else:
-                    if outcome.tool_calls >= max_tool_calls:
-                        raise LimitExceeded(Failure.TOOL_CALL_LIMIT, f"{max_tool_calls} tool calls")
-                    outcome.tool_calls += 1
-                    text, was_malformed = _run_tool(context, call, trajectory)
-                    all_malformed &= was_malformed
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-            malformed = malformed + 1 if all_malformed else 0
+            if reply.tool_calls:
+                calls = _Calls(context, outcome, trajectory, max_tool_calls_per_reply)
+                all_malformed = calls.run(reply.tool_calls, messages, max_tool_calls)
+                malformed = malformed + 1 if all_malformed else 0
             if malformed >= MAX_MALFORMED_REPLIES:
                 raise LimitExceeded(Failure.FORMAT_ERROR, f"{malformed} unusable replies in a row")
+            if truncated:  # after the tool results: they must follow the assistant message
+                messages.append({"role": "user", "content": TRUNCATED_NOTE})
+                trajectory.write("message", **messages[-1])
     except Submitted as done:
         outcome.message = done.summary
     except LimitExceeded as stop:
@@ -132,16 +138,40 @@ def run_agent(
     return outcome
 
 
-def _skip(call: ToolCall, made: int, allowed: int, trajectory: Trajectory) -> str:
-    """The tool result for a call past the per-reply budget: it is not run."""
-    text = (
-        f"error: skipped: this reply made {made} tool calls, more than the {allowed} allowed "
-        f"per reply; only the first {allowed} were run"
-    )
-    trajectory.write(
-        "tool", id=call.id, name=call.name, arguments=call.arguments, output=text, skipped=True
-    )
-    return text
+@dataclass
+class _Calls:
+    """Runs one reply's tool calls within the per-reply and per-attempt budgets."""
+
+    context: ToolContext
+    outcome: AgentOutcome
+    trajectory: Trajectory
+    per_reply: int
+
+    def run(self, calls: list[ToolCall], messages: list[dict], per_attempt: int) -> bool:
+        """Appends a tool message for every call; says whether every call run was malformed."""
+        all_malformed = True
+        for index, call in enumerate(calls):
+            if index >= self.per_reply:
+                text = self._skip(call, len(calls))
+            else:
+                if self.outcome.tool_calls >= per_attempt:
+                    raise LimitExceeded(Failure.TOOL_CALL_LIMIT, f"{per_attempt} tool calls")
+                self.outcome.tool_calls += 1
+                text, was_malformed = _run_tool(self.context, call, self.trajectory)
+                all_malformed &= was_malformed
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        return all_malformed
+
+    def _skip(self, call: ToolCall, made: int) -> str:
+        """The tool result for a call past the per-reply budget: it is not run."""
+        text = (
+            f"error: skipped: this reply made {made} tool calls, more than the "
+            f"{self.per_reply} allowed per reply; only the first {self.per_reply} were run"
+        )
+        self.trajectory.write(
+            "tool", id=call.id, name=call.name, arguments=call.arguments, output=text, skipped=True
+        )
+        return text
 
 
 def _run_tool(context: ToolContext, call: ToolCall, trajectory: Trajectory) -> tuple[str, bool]:

@@ -212,6 +212,7 @@ class OpenAIChatModel:
             if getattr(call, "function", None) is not None
         ]
         usage = _usage(response, messages, message.content, calls)
+        usage.truncated_replies = int(choice.finish_reason == "length")
         if self.price is not None:
             usage.cost_usd = self.price.cost(usage.tokens_in, usage.tokens_out)
         return ModelReply(

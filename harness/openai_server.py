@@ -20,10 +20,14 @@ from typing import Any, Protocol
 
 @dataclass
 class Reply:
-    """An assistant message: text and/or tool calls (arguments as a dict or raw text)."""
+    """An assistant message: text and/or tool calls (arguments as a dict or raw text).
+
+    `finish_reason` defaults to "tool_calls" or "stop"; "length" plays a reply cut off
+    at the output token limit."""
 
     content: str | None = None
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -75,7 +79,7 @@ def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if calls else "stop",
+                "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
             }
         ],
         "usage": {

@@ -74,6 +74,9 @@ class Usage(BaseModel):
     estimated_calls: int = Field(
         default=0, description="Model calls whose endpoint reported no usage (estimated)."
     )
+    truncated_replies: int = Field(
+        default=0, description="Replies cut off at the output token limit (finish_reason length)."
+    )
 
     def add(self, other: Usage) -> None:
         self.tokens_in += other.tokens_in
@@ -84,6 +87,7 @@ class Usage(BaseModel):
         self.retries += other.retries
         self.retry_wait_s += other.retry_wait_s
         self.estimated_calls += other.estimated_calls
+        self.truncated_replies += other.truncated_replies
 
     @property
     def tokens(self) -> int:

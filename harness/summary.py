@@ -25,6 +25,7 @@ def summarize(results: list[AttemptResult]) -> dict[str, Any]:
         "failures": dict(Counter(r.failure.value for r in results if r.failure is not None)),
         "tokens_in": sum(result.usage.tokens_in for result in results),
         "tokens_out": sum(result.usage.tokens_out for result in results),
+        "truncated_replies": sum(result.usage.truncated_replies for result in results),
         "cost_usd": round(sum(result.usage.cost_usd for result in results), 6),
         "turns": sum(result.turns for result in results),
         "wall_time_s": round(sum(result.wall_time_s for result in results), 3),

@@ -14,6 +14,7 @@ from harness.agent import (
     MAX_MALFORMED_REPLIES,
     MAX_TOOL_CALLS,
     MAX_TOOL_CALLS_PER_REPLY,
+    TRUNCATED_NOTE,
     AgentOutcome,
     run_agent,
 )
@@ -363,6 +364,36 @@ def test_context_overflow(agent: Any) -> None:
     assert outcome.failure is Failure.CONTEXT_OVERFLOW
     assert "maximum context length" in outcome.message
     assert outcome.turns == 1
+
+
+def test_a_reply_cut_off_without_tool_calls_does_not_end_the_attempt(agent: Any) -> None:
+    cut = Reply(content="First I will read app.py and th", finish_reason="length")
+    responder = Recording([cut, Reply(tool_calls=[("finish", {"summary": "ok"})])])
+    outcome, records = agent(responder)
+    assert outcome.failure is None and outcome.message == "ok"
+    assert outcome.turns == 2
+    assert outcome.usage.truncated_replies == 1
+    _, second = responder.requests
+    assert second["messages"][-1] == {"role": "user", "content": TRUNCATED_NOTE}
+    models = [r for r in records if r["type"] == "model"]
+    assert [m["finish_reason"] for m in models] == ["length", "tool_calls"]
+    assert models[0]["usage"]["truncated_replies"] == 1
+    assert kinds(records)[3:6] == ["model", "message", "model"]
+
+
+def test_a_reply_cut_off_in_a_tool_call_gets_a_tool_error_then_the_note(agent: Any) -> None:
+    cut = Reply(
+        tool_calls=[("write_file", '{"path": "app.py", "content": "VAL')], finish_reason="length"
+    )
+    responder = Recording([cut, Reply(content="giving up")])
+    outcome, _ = agent(responder)
+    assert outcome.usage.truncated_replies == 1
+    _, second = responder.requests
+    assistant, tool, note = second["messages"][2:]
+    assert tool["tool_call_id"] == assistant["tool_calls"][0]["id"]
+    assert tool["content"].startswith("error: arguments for write_file are not valid JSON")
+    assert note == {"role": "user", "content": TRUNCATED_NOTE}
+    assert TRUNCATED_NOTE.startswith("Your last reply was cut off at the output token limit")
 
 
 def test_trajectory_file_parses_line_by_line(agent: Any, tmp_path: Path) -> None:

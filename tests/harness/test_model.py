@@ -93,7 +93,16 @@ def test_text_reply_with_usage_and_cost(serve_fast: Serve) -> None:
     assert reply.usage.model_calls == 1
     assert reply.usage.retries == 0
     assert reply.usage.estimated_calls == 0
+    assert reply.usage.truncated_replies == 0
     assert 0 < reply.usage.model_latency_s < 5
+
+
+def test_a_reply_cut_off_at_the_token_limit_is_counted(serve_fast: Serve) -> None:
+    usage = {"prompt_tokens": 10, "completion_tokens": 4096}
+    responder = Sequence(completion({"content": "and then"}, usage, finish="length"))
+    reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
+    assert reply.finish_reason == "length"
+    assert reply.usage.truncated_replies == 1
 
 
 def test_no_price_means_no_cost(serve_fast: Serve) -> None:

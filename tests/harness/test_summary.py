@@ -21,13 +21,16 @@ def attempt(
     cost: float = 0.0,
     turns: int = 0,
     wall: float = 0.0,
+    truncated: int = 0,
 ) -> AttemptResult:
     return AttemptResult(
         task_id=task,
         epoch=epoch,
         status=Status.RESOLVED if failure is None else failure.status,
         failure=failure,
-        usage=Usage(tokens_in=tokens[0], tokens_out=tokens[1], cost_usd=cost),
+        usage=Usage(
+            tokens_in=tokens[0], tokens_out=tokens[1], cost_usd=cost, truncated_replies=truncated
+        ),
         turns=turns,
         wall_time_s=wall,
         started_at=WHEN,
@@ -36,11 +39,13 @@ def attempt(
 
 
 RESULTS = [
-    attempt("b", 1, None, tokens=(100, 10), cost=0.1, turns=3, wall=1.25),
+    attempt("b", 1, None, tokens=(100, 10), cost=0.1, turns=3, wall=1.25, truncated=1),
     attempt("a", 0, Failure.TESTS_FAILED, tokens=(200, 20), cost=0.2, turns=5, wall=2.5),
     attempt("b", 0, None, tokens=(300, 30), cost=0.3, turns=7, wall=3.125),
     attempt("a", 1, Failure.MODEL_API_ERROR, tokens=(0, 0), turns=0, wall=0.5),
-    attempt("c", 0, Failure.TURN_LIMIT, tokens=(400, 40), cost=0.0000004, turns=50, wall=10.0),
+    attempt(
+        "c", 0, Failure.TURN_LIMIT, tokens=(400, 40), cost=4e-7, turns=50, wall=10, truncated=2
+    ),
 ]
 
 
@@ -56,6 +61,7 @@ def test_summarize_values() -> None:
         "failures": {"tests_failed": 1, "model_api_error": 1, "turn_limit": 1},
         "tokens_in": 1000,
         "tokens_out": 100,
+        "truncated_replies": 3,
         "cost_usd": pytest.approx(0.6000004),
         "turns": 65,
         "wall_time_s": 17.375,
