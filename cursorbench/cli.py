@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
@@ -28,7 +29,7 @@ from harness.model import DEFAULT_REQUEST_TIMEOUT_S
 from harness.pricing import PriceTableError
 from harness.results import AttemptResult, in_order
 from harness.rundir import RunDir, RunDirError
-from harness.runner import RunInterrupted
+from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
 from harness.sandbox.process import kill_running_commands
 from leaderboard import StoreError
@@ -136,7 +137,7 @@ def run(
             # Attempts still in flight hold worker threads that the interpreter would
             # wait for; everything finished is already on disk, so leave now.
             os._exit(EXIT_INTERRUPTED)
-    print_run(console, outcome.run, outcome.results)
+    print_run(console, outcome.run, outcome.results, runner.config.planned)
     for warning in outcome.store_warnings:
         errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")
     console.print(f"results: {runner.run_dir.path}")
@@ -176,7 +177,11 @@ def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`
     stored = folder.existing_run()
     if stored is None:
         raise RunDirError(f"{out}: not a run folder (no run.json)")
-    print_run(console, stored, in_order(folder.finished().values()))
+    try:
+        planned = RunConfig.model_validate(stored.config).planned
+    except ValidationError:
+        raise RunDirError(f"{out}: run.json holds no readable configuration") from None
+    print_run(console, stored, in_order(folder.finished().values()), planned)
 
 
 @tasks_app.command("list")

@@ -23,11 +23,12 @@ class Reply:
     """An assistant message: text and/or tool calls (arguments as a dict or raw text).
 
     `finish_reason` defaults to "tool_calls" or "stop"; "length" plays a reply cut off
-    at the output token limit."""
+    at the output token limit. Without `report_usage` the reply carries no `usage`."""
 
     content: str | None = None
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
     finish_reason: str | None = None
+    report_usage: bool = True
 
 
 @dataclass
@@ -70,7 +71,12 @@ def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
         len(c["function"]["arguments"]) for c in calls
     )
     prompt_tokens, completion_tokens = prompt_chars // 4 + 1, completion_chars // 4 + 1
-    return {
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -82,12 +88,10 @@ def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
                 "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
     }
+    if reply.report_usage:
+        body["usage"] = usage
+    return body
 
 
 class _Handler(BaseHTTPRequestHandler):

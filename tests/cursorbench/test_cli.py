@@ -168,6 +168,11 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     )
     partial = attempt_lines(out)
     assert 3 <= len(partial) < total, "the interrupt came too late to test anything"
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["planned"], summary["complete"]) == (total, False)
+    assert summary["finished"] <= len(partial)  # a kill may land between the two writes
+    shown = cursorbench("show", str(out))
+    assert f"PARTIAL: {len(partial)} of {total} attempts finished" in shown.stdout
     if how is signal.SIGINT:
         assert process.returncode == 130
         assert b"resume" in stderr and b"Traceback" not in stderr
@@ -176,6 +181,8 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     lines = attempt_lines(out)
     keys = [(line["task_id"], line["epoch"]) for line in lines]
     assert len(keys) == len(set(keys)) == total
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
+    assert "PARTIAL" not in finished.stdout
     assert lines[: len(partial)] == partial  # nothing already written was redone
     assert db_rows(db) == sorted(keys)
 
@@ -216,6 +223,37 @@ def test_show_prints_a_finished_run(tmp_path: Path, serve) -> None:
     assert "textkit-slugify" in shown.stdout and "empty_diff" in shown.stdout
     missing = cursorbench("show", str(tmp_path / "nothing"))
     assert missing.returncode == 2 and "not a run folder" in missing.stderr
+
+
+def test_show_says_a_run_cut_short_is_partial(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    args = ["--base-url", serve(DoneOnlyDouble()), "--model", "done-only-double",
+            "--tasks", "textkit-*", "--epochs", "2", "--out", str(out)]  # fmt: skip
+    assert cursorbench("run", *args).returncode == 0
+    attempts = out / "attempts.jsonl"
+    attempts.write_text(attempts.read_text().splitlines(keepends=True)[0])  # as after a kill
+    shown = cursorbench("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "PARTIAL: 1 of 4 attempts finished" in shown.stdout
+    assert "0/1 (0%) of those finished, 0/4 (0%) of those planned" in shown.stdout
+    assert "0/4 planned (0%)" in shown.stdout  # the table's footer
+
+
+def test_estimated_token_counts_are_marked(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    double = ScriptedDouble([Reply(content="done", report_usage=False)])
+    done = cursorbench(
+        "run", "--base-url", serve(double), "--model", "scripted-double",
+        "--tasks", "textkit-slugify", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tokens_estimated"] is True and summary["estimated_calls"] == 1
+    (line,) = attempt_lines(out)
+    tokens = line["usage"]["tokens_in"] + line["usage"]["tokens_out"]
+    assert f"~{tokens:,}" in done.stdout
+    assert "~ estimated: the endpoint reported no usage" in done.stdout
+    assert "PARTIAL" not in done.stdout
 
 
 def test_tasks_list_and_show() -> None:
