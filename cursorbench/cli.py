@@ -1,8 +1,11 @@
 """The `cursorbench` command line: run, tasks, show.
 
 Exit status: 0 a completed run (whatever it scored; errored attempts are
-counted in `errors`), 1 an unexpected internal fault, 2 bad usage or bad
-input (one line on stderr), 130 interrupted (the same command resumes).
+counted in `errors`), 1 an unexpected internal fault (or `tasks validate`
+found an invalid task), 2 bad usage or bad input, including an endpoint that
+fails the check before a run (one line on stderr), 3 a run in which every
+attempt ended in `error` (nothing was judged), 130 interrupted (the same
+command resumes).
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from cursorbench.report import print_run
 from cursorbench.runs import RunRequest, UsageError, start_run
 from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build
-from harness.model import DEFAULT_REQUEST_TIMEOUT_S
+from harness.model import DEFAULT_REQUEST_TIMEOUT_S, EndpointUnusable
 from harness.pricing import PriceTableError
-from harness.results import AttemptResult, in_order
+from harness.results import AttemptResult, Status, in_order
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
@@ -41,6 +44,7 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 errors = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2
+EXIT_ALL_ERRORS = 3
 EXIT_INTERRUPTED = 130
 KNOWN_ERRORS: tuple[type[Exception], ...] = (
     TaskFileError,
@@ -50,6 +54,7 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     SandboxUnavailable,
     PriceTableError,
     StoreError,
+    EndpointUnusable,
 )
 
 TasksOption = Annotated[
@@ -141,6 +146,13 @@ def run(
     for warning in outcome.store_warnings:
         errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")
     console.print(f"results: {runner.run_dir.path}")
+    if outcome.results and all(r.status is Status.ERROR for r in outcome.results):
+        print(
+            f"error: every attempt ended in error, e.g. {outcome.results[0].error}; "
+            "nothing was judged (fix the cause, then rerun with --retry-errors)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_ALL_ERRORS)
 
 
 class ProgressBar:

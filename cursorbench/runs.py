@@ -3,6 +3,8 @@
 `RunRequest` is what a user asks for (the CLI's options); `start_run` turns it
 into a ready `Runner`. With no base URL, the embedded reference solver is
 served on loopback and the run goes through it over HTTP like any endpoint.
+The endpoint is checked once (reachable, key accepted, model served) before
+anything is written to the run folder or the store.
 """
 
 from __future__ import annotations
@@ -145,6 +147,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         connection_slots=threading.Semaphore(request.max_connections or request.concurrency),
         request_timeout_s=request.request_timeout_s,
     )
+    client.check()  # before the run folder or the store is touched: a bad endpoint leaves nothing
     db_url = request.db or default_db_url()
     store = open_store(db_url)
     stack.callback(store.close)

@@ -18,6 +18,7 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any, Protocol
 
@@ -39,6 +40,7 @@ CONTEXT_OVERFLOW = re.compile(
 )
 DEFAULT_REQUEST_TIMEOUT_S = 300.0  # one try of one request; see the README for why 300
 SHOWN_BODY_BYTES = 80  # of a junk reply, in error messages
+SHOWN_MODELS = 5  # of the models an endpoint serves, when it does not serve the one asked for
 
 
 class ModelAPIError(Exception):
@@ -55,6 +57,10 @@ class ContextOverflow(Exception):
     def __init__(self, message: str, usage: Usage | None = None) -> None:
         super().__init__(message)
         self.usage = usage or Usage()
+
+
+class EndpointUnusable(Exception):
+    """The endpoint cannot serve a run: unreachable, key refused, model not served (one line)."""
 
 
 class ToolCall(BaseModel):
@@ -159,6 +165,103 @@ class OpenAIChatModel:
             reply.usage.retries = retries
             reply.usage.retry_wait_s = waited
             return reply
+
+    def check(self) -> None:
+        """Once, before a run: the endpoint answers, takes the key and serves the model.
+
+        It asks `GET /models`; an endpoint without that route (404, 405) gets a one-token
+        chat completion instead. 429 and 5xx are retried as for any request; anything else
+        that goes wrong raises `EndpointUnusable` saying what."""
+        listed = self._listed_models()
+        if not listed:  # no such route, or an empty list: ask for a completion instead
+            self._probe_completion()
+        elif self.name not in listed:
+            shown = ", ".join(sorted(listed)[:SHOWN_MODELS])
+            more = f" and {len(listed) - SHOWN_MODELS} more" if len(listed) > SHOWN_MODELS else ""
+            raise EndpointUnusable(
+                f"model {self.name!r} not served by {self.base_url}; available: {shown}{more}"
+            )
+
+    def _listed_models(self) -> list[str] | None:
+        """The ids `GET /models` lists; None where the endpoint has no such route."""
+        try:
+            raw = self._checked(
+                "GET /models",
+                lambda: self._client.models.with_raw_response.list(timeout=self.request_timeout_s),
+            )
+        except openai.APIStatusError as error:
+            if error.status_code in (404, 405):
+                return None
+            raise self._unusable(error, "GET /models") from None
+        try:
+            return [str(model["id"]) for model in json.loads(raw.http_response.content)["data"]]
+        except (ValueError, KeyError, TypeError):
+            came = _what_came(raw.http_response)
+            raise EndpointUnusable(
+                f"{self.base_url}/models did not answer with a model list ({came}); "
+                "is the base URL right (most end in /v1)?"
+            ) from None
+
+    def _probe_completion(self) -> None:
+        try:
+            raw = self._checked(
+                "a chat completion",
+                lambda: self._client.chat.completions.with_raw_response.create(
+                    model=self.name,
+                    messages=[{"role": "user", "content": "Say OK."}],
+                    max_tokens=1,
+                    timeout=self.request_timeout_s,
+                ),
+            )
+        except openai.APIStatusError as error:
+            if error.status_code == 404:
+                raise EndpointUnusable(
+                    f"model {self.name!r} not served by {self.base_url} "
+                    f"(HTTP 404 to a chat completion: {_detail(error)})"
+                ) from None
+            raise self._unusable(error, "a chat completion") from None
+        try:
+            json.loads(raw.http_response.content)["choices"]
+        except (ValueError, KeyError, TypeError):
+            came = _what_came(raw.http_response)
+            raise EndpointUnusable(
+                f"{self.base_url} did not answer a chat completion ({came})"
+            ) from None
+
+    def _checked(self, asked: str, request: Callable[[], Any]) -> Any:
+        """The request's raw response; 429 and 5xx retried; other failures as `EndpointUnusable`
+        (HTTP statuses are left to the caller as `APIStatusError`)."""
+        retries = 0
+        while True:
+            try:
+                return request()
+            except (openai.RateLimitError, openai.InternalServerError) as error:
+                if retries >= self.retry.max_retries:
+                    raise self._unusable(error, asked, retries) from None
+                time.sleep(self.retry.wait(retries, _retry_after(error)))
+                retries += 1
+            except openai.APITimeoutError:
+                raise EndpointUnusable(
+                    f"{self.base_url} did not answer within {self.request_timeout_s:g}s "
+                    "(--request-timeout)"
+                ) from None
+            except openai.APIConnectionError as error:
+                raise EndpointUnusable(f"cannot reach {self.base_url}: {_cause(error)}") from None
+
+    def _unusable(
+        self, error: openai.APIStatusError, asked: str, retries: int = 0
+    ) -> EndpointUnusable:
+        status = error.status_code
+        if status == 401:
+            return EndpointUnusable(f"endpoint {self.base_url} rejected the API key (HTTP 401)")
+        if status == 403:
+            return EndpointUnusable(
+                f"endpoint {self.base_url} refused access (HTTP 403): {_detail(error)}"
+            )
+        after = f" after {retries} retries" if retries else ""
+        return EndpointUnusable(
+            f"endpoint {self.base_url} answered HTTP {status} to {asked}{after}: {_detail(error)}"
+        )
 
     def _describe(self, error: Exception, retries: int) -> str:
         if isinstance(error, openai.APITimeoutError):
@@ -281,10 +384,24 @@ def _retry_after(error: Exception) -> float | None:
 _ERROR_NAMES: dict[type, str] = {_JunkReply: "bad reply", openai.APITimeoutError: "timeout"}
 
 
+def _detail(error: Exception) -> str:
+    """The first line of what the endpoint or the client said, without the client's prefix."""
+    text = str(getattr(error, "message", None) or error).strip()
+    lines = re.sub(r"^Error code: \d+ - ", "", text).splitlines()
+    return lines[0][:200] if lines else "no detail"
+
+
+def _cause(error: Exception) -> str:
+    """Why a connection failed, from the innermost exception: e.g. `connection refused`."""
+    inner: BaseException = error
+    while inner.__cause__ is not None or inner.__context__ is not None:
+        inner = inner.__cause__ or inner.__context__  # type: ignore[assignment]
+    text = re.sub(r"^\[Errno -?\d+\]\s*", "", str(inner).strip()) or type(inner).__name__
+    return text[0].lower() + text[1:]
+
+
 def _describe(error: Exception, retries: int) -> str:
     status = getattr(error, "status_code", None)
-    text = str(getattr(error, "message", None) or error).strip()
-    detail = re.sub(r"^Error code: \d+ - ", "", text).splitlines()
     what = f"HTTP {status}" if status else _ERROR_NAMES.get(type(error), type(error).__name__)
     after = f" after {retries} retries" if retries else ""
-    return f"{what}{after}: {detail[0][:200] if detail else 'no detail'}"
+    return f"{what}{after}: {_detail(error)}"

@@ -67,18 +67,64 @@ def test_an_endpoint_that_only_says_done_scores_zero(tmp_path: Path, serve) -> N
 
 
 def test_an_endpoint_answering_500_ends_in_errors_not_failures(tmp_path: Path, serve) -> None:
-    url = serve(FailingDouble(500))
+    url = serve(FailingDouble(500, lists_models=True))  # passes the check, then fails
     out = tmp_path / "run"
     done = cursorbench(
         "run", "--base-url", url, "--model", "failing-double", "--tasks", "textkit-*",
         "--max-retries", "2", "--retry-backoff", "0", "--out", str(out),
     )  # fmt: skip
-    assert done.returncode == 0
+    assert done.returncode == 3
     assert "Traceback" not in done.stderr + done.stdout
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("error: every attempt ended in error, e.g. HTTP 500 after 2 retries")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["errors"] == summary["attempts"] == 2
     assert summary["failed"] == 0 and summary["failures"] == {"model_api_error": 2}
     assert all("HTTP 500 after 2 retries" in line["error"] for line in attempt_lines(out))
+    assert all(line["usage"]["retries"] == 2 for line in attempt_lines(out))
+
+
+def free_port_url() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+@pytest.mark.parametrize(
+    ("responder", "model", "message"),
+    [
+        (FailingDouble(401), "failing-double", "endpoint {url} rejected the API key (HTTP 401)"),
+        (
+            FailingDouble(500),
+            "failing-double",
+            "endpoint {url} answered HTTP 500 to GET /models after 2 retries: "
+            "the double always fails",
+        ),
+        (
+            DoneOnlyDouble(),
+            "gpt-9",
+            "model 'gpt-9' not served by {url}; available: done-only-double",
+        ),
+        (None, "gpt-9", "cannot reach {url}: connection refused"),
+    ],
+    ids=["bad-key", "http-500", "unknown-model", "unreachable"],
+)
+def test_an_unusable_endpoint_is_refused_before_anything_is_stored(
+    tmp_path: Path, serve, responder: Any, model: str, message: str
+) -> None:
+    url = serve(responder) if responder is not None else free_port_url()
+    out, db = tmp_path / "run", tmp_path / "lb.sqlite"
+    started = time.monotonic()
+    done = cursorbench(
+        "run", "--base-url", url, "--model", model, "--tasks", "textkit-slugify",
+        "--max-retries", "2", "--retry-backoff", "0", "--out", str(out), "--db", f"sqlite:///{db}",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == f"error: {message.format(url=url)}\n"
+    assert not out.exists() and not db.exists()
+    assert time.monotonic() - started < 30
 
 
 class HangingDouble:
@@ -100,7 +146,7 @@ def test_a_hung_endpoint_ends_attempts_as_model_api_errors_quickly(tmp_path: Pat
         "--retry-backoff", "0", "--out", str(out),
     )  # fmt: skip
     assert time.monotonic() - started < 30
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     (line,) = attempt_lines(out)
     assert (line["status"], line["failure"]) == ("error", "model_api_error")
     assert line["error"] == "timeout after 1 retries: no reply within 0.5s"
@@ -271,7 +317,7 @@ def test_a_run_folder_in_use_is_refused(tmp_path: Path, serve) -> None:
     holder = RunDir(out)
     holder.lock()
     url = serve(DoneOnlyDouble())
-    done = cursorbench("run", "--base-url", url, "--model", "m", "--out", str(out))
+    done = cursorbench("run", "--base-url", url, "--model", "done-only-double", "--out", str(out))
     assert done.returncode == 2
     assert "in use by another cursorbench run" in done.stderr
 
@@ -303,10 +349,10 @@ def test_retry_errors_reruns_only_the_errored_attempts(tmp_path: Path, serve) ->
     args = ["run", "--base-url", serve(endpoint), "--model", "recovering-double",
             "--tasks", "textkit-*", "--out", str(out), "--db", db,
             "--max-retries", "0"]  # fmt: skip
-    assert cursorbench(*args).returncode == 0
+    assert cursorbench(*args).returncode == 3  # every attempt ended in error
     assert {line["status"] for line in attempt_lines(out)} == {"error"}
     endpoint.down = False
-    assert cursorbench(*args).returncode == 0
+    assert cursorbench(*args).returncode == 3
     assert {line["status"] for line in attempt_lines(out)} == {"error"}  # plain resume: kept
     assert cursorbench(*args, "--retry-errors").returncode == 0
     lines = attempt_lines(out)

@@ -14,13 +14,14 @@ import pytest
 from harness.doubles import FailingDouble, JunkDouble, ScriptedDouble
 from harness.model import (
     ContextOverflow,
+    EndpointUnusable,
     ModelAPIError,
     ModelReply,
     OpenAIChatModel,
     RetryPolicy,
     ToolCall,
 )
-from harness.openai_server import RawReply, Reply, error_reply
+from harness.openai_server import RawReply, Reply, error_reply, models_list_reply
 from harness.pricing import Price
 
 Serve = Callable[[Any], str]
@@ -357,3 +358,113 @@ def test_retry_policy_backoff_doubles_with_jitter_and_is_capped() -> None:
 def test_retry_policy_never_waits_a_negative_or_nan_time(retry_after: float) -> None:
     wait = RetryPolicy(max_backoff_s=5.0).wait(0, retry_after)
     assert 0.0 <= wait <= 5.0
+
+
+class Endpoint:
+    """Answers `GET /models` and chat completions as told; records completion requests."""
+
+    models = ["seq-model"]
+
+    def __init__(self, models: RawReply, completion: Reply | RawReply | None = None) -> None:
+        self.models_answer = models
+        self.completion = completion or Reply(content="OK")
+        self.requests: list[dict[str, Any]] = []
+
+    def models_reply(self) -> RawReply:
+        return self.models_answer
+
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+        self.requests.append(request)
+        return self.completion
+
+
+def test_check_passes_when_the_model_is_listed(serve_fast: Serve) -> None:
+    responder = Sequence(Reply(content="never asked"))
+    model_for(serve_fast(responder)).check()
+    assert responder.requests == []
+
+
+def test_check_names_the_model_and_some_that_are_served(serve_fast: Serve) -> None:
+    served = [f"model-{n}" for n in range(7)]
+    base_url = serve_fast(Endpoint(models_list_reply(served)))
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url).check()
+    assert str(caught.value) == (
+        f"model 'seq-model' not served by {base_url}; "
+        "available: model-0, model-1, model-2, model-3, model-4 and 2 more"
+    )
+
+
+def test_check_says_the_key_was_rejected(serve_fast: Serve) -> None:
+    base_url = serve_fast(FailingDouble(401))
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url).check()
+    assert str(caught.value) == f"endpoint {base_url} rejected the API key (HTTP 401)"
+
+
+def test_check_retries_5xx_then_names_the_status(serve_fast: Serve) -> None:
+    base_url = serve_fast(FailingDouble(500))
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url).check()
+    assert str(caught.value) == (
+        f"endpoint {base_url} answered HTTP 500 to GET /models after 2 retries: "
+        "the double always fails"
+    )
+
+
+def test_check_falls_back_to_a_one_token_completion_without_a_models_route(
+    serve_fast: Serve,
+) -> None:
+    responder = Endpoint(error_reply(404, "no route /v1/models"))
+    model_for(serve_fast(responder)).check()
+    (request,) = responder.requests
+    assert request["model"] == "seq-model" and request["max_tokens"] == 1
+
+
+def test_check_without_a_models_route_says_when_the_model_is_not_found(
+    serve_fast: Serve,
+) -> None:
+    missing = error_reply(404, "The model `seq-model` does not exist.")
+    base_url = serve_fast(Endpoint(RawReply(405, b""), missing))
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url).check()
+    assert str(caught.value) == (
+        f"model 'seq-model' not served by {base_url} "
+        "(HTTP 404 to a chat completion: The model `seq-model` does not exist.)"
+    )
+
+
+def test_check_says_what_came_back_instead_of_a_model_list(serve_fast: Serve) -> None:
+    page = RawReply(200, b"<!doctype html><html>welcome</html>", "text/html")
+    base_url = serve_fast(Endpoint(page))
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url).check()
+    assert str(caught.value) == (
+        f"{base_url}/models did not answer with a model list "
+        "(200 text/html: '<!doctype html><html>welcome</html>'); "
+        "is the base URL right (most end in /v1)?"
+    )
+
+
+def test_check_says_when_nothing_listens(serve_fast: Serve) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url).check()
+    assert str(caught.value) == f"cannot reach {base_url}: connection refused"
+
+
+def test_check_of_a_hanging_endpoint_gives_up_after_the_request_timeout(serve_fast: Serve) -> None:
+    class Stuck(Endpoint):
+        def models_reply(self) -> RawReply:
+            time.sleep(2)
+            return models_list_reply(self.models)
+
+    base_url = serve_fast(Stuck(RawReply(200, b"")))
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(base_url, request_timeout_s=0.3).check()
+    assert str(caught.value) == f"{base_url} did not answer within 0.3s (--request-timeout)"
