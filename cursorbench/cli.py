@@ -25,7 +25,7 @@ from typer.exceptions import TyperException
 
 from cursorbench.loader import TaskFileError, tasks_from_options
 from cursorbench.report import print_run
-from cursorbench.runs import RunRequest, UsageError, start_run
+from cursorbench.runs import UsageError, run_request, start_run
 from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build
 from harness.model import DEFAULT_REQUEST_TIMEOUT_S, EndpointUnusable
@@ -84,7 +84,7 @@ def run(
         int | None, typer.Option(min=1, help="Sandbox commands at once [default: CPUs].")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Run folder; rerunning with it resumes [runs/MODEL].")
+        str | None, typer.Option(help="Run folder; rerunning with it resumes [runs/MODEL].")
     ] = None,
     db: Annotated[
         str | None, typer.Option(help="SQLAlchemy URL [env CURSORBENCH_DB, else a SQLite file].")
@@ -96,7 +96,7 @@ def run(
     request_timeout: Annotated[
         float, typer.Option(help="Seconds one model request may take before it is retried.")
     ] = DEFAULT_REQUEST_TIMEOUT_S,
-    prices: Annotated[Path | None, typer.Option(help="YAML price table to add.")] = None,
+    prices: Annotated[str | None, typer.Option(help="YAML price table to add.")] = None,
     price_input: Annotated[float | None, typer.Option(help="$ per M input tokens.")] = None,
     price_output: Annotated[float | None, typer.Option(help="$ per M output tokens.")] = None,
     keep_workspaces: Annotated[bool, typer.Option(help="Keep attempt folders.")] = False,
@@ -105,7 +105,7 @@ def run(
     ] = False,
 ) -> None:
     """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
-    request = RunRequest(
+    request = run_request(
         base_url=base_url,
         model=model,
         api_key=api_key,
@@ -219,8 +219,11 @@ def tasks_list(tasks: TasksOption = None) -> None:
 def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
     """Show one task: its prompt, source, mutation, verification and limits."""
     paths = [value for value in tasks or [] if Path(value).exists()]
-    (task,) = tasks_from_options([*paths, task_id])
-    console.print_json(task.model_dump_json())
+    found = tasks_from_options([*paths, task_id])
+    if len(found) != 1:
+        names = ", ".join(task.id for task in found)
+        raise TaskFileError(f"{task_id!r} matches {len(found)} tasks ({names}); name one")
+    console.print_json(found[0].model_dump_json())
 
 
 @tasks_app.command("validate")

@@ -79,9 +79,25 @@ def select_tasks(tasks: list[Task], patterns: list[str]) -> list[Task]:
 
 def tasks_from_options(values: list[str]) -> list[Task]:
     """`--tasks` values: task files or suite folders, else id globs over the bundled suite."""
-    paths = [Path(value) for value in values if Path(value).exists()]
-    globs = [value for value in values if not Path(value).exists()]
+    paths, globs = split_task_options(values)
     return select_tasks(load_tasks(paths or [bundled_suite()]), globs)
+
+
+def split_task_options(values: list[str]) -> tuple[list[Path], list[str]]:
+    """`--tasks` values as paths that exist and id globs; a value that names a file or
+    folder that is not there (it has a `/` or a task file suffix) is refused."""
+    paths: list[Path] = []
+    globs: list[str] = []
+    for value in values:
+        if not value.strip():
+            raise TaskFileError("--tasks: an empty value")
+        if Path(value).exists():
+            paths.append(Path(value))
+        elif "/" in value or value.endswith(TASK_SUFFIXES):
+            raise TaskFileError(f"{value}: no such task file or folder")
+        else:
+            globs.append(value)
+    return paths, globs
 
 
 def bundled_suite() -> Path:

@@ -239,15 +239,39 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
         (["--base-url", "http://127.0.0.1:9"], "--base-url needs --model"),
         (["--model", "gpt-4o"], "--model needs --base-url"),
         (["--tasks", "no-such-task"], "no task matches 'no-such-task'"),
+        (["--tasks", ""], "--tasks: an empty value"),
+        (["--tasks", "missing/task.yaml"], "missing/task.yaml: no such task file or folder"),
         (["--db", "nosuchdialect://x"], "cannot open database"),
+        (["--db", "not a url"], "cannot open database 'not a url': not a valid database URL"),
         (["--sandbox", "firecracker"], "unknown sandbox backend"),
+        (["--out", "{tmp}/a-file"], "--out {tmp}/a-file: exists and is not a folder"),
+        (["--out", "{tmp}/a-file/run"], "--out {tmp}/a-file/run: {tmp}/a-file is not a folder"),
+        (["--out", "/proc/cursorbench/run"], "cannot create a folder in /proc"),
+        (["--out", ""], "Invalid value for '--out': an empty path"),
+        (["--price-input", "-5"], "Invalid value for '--price-input': Input should be greater"),
+        (["--price-output", "inf"], "Invalid value for '--price-output': Input should be a finite"),
+        (["--temperature", "-1"], "Invalid value for '--temperature': Input should be greater"),
+        (["--temperature", "nan"], "Invalid value for '--temperature': Input should be a finite"),
+        (["--request-timeout", "0"], "Invalid value for '--request-timeout': Input should be"),
+        (["--request-timeout", "inf"], "Invalid value for '--request-timeout': Input should be"),
+        (["--retry-backoff", "-1"], "Invalid value for '--retry-backoff'"),
+        (["--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (["--prices", "{tmp}/not-yaml.yaml"], "{tmp}/not-yaml.yaml: not a price table"),
+        (["--prices", "{tmp}/missing.yaml"], "{tmp}/missing.yaml: not a price table"),
+        (["--base-url", "localhost:8000/v1", "--model", "m"], "is not an http:// or https:// URL"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "not-yaml.yaml").write_text("{{ not: [yaml\n")
+    args = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
     done = cursorbench("run", "--out", str(tmp_path / "run"), *args)
-    assert done.returncode == 2
-    assert message in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert message.replace("{tmp}", str(tmp_path)) in done.stderr
+    assert done.stderr.startswith("error: ")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()
+    assert not list(tmp_path.glob("**/.cursorbench-probe-*"))
 
 
 def test_a_malformed_task_file_names_the_file_and_field(tmp_path: Path) -> None:
@@ -308,6 +332,11 @@ def test_tasks_list_and_show() -> None:
     shown = cursorbench("tasks", "show", "textkit-slugify")
     assert shown.returncode == 0
     assert json.loads(shown.stdout)["id"] == "textkit-slugify"
+    several = cursorbench("tasks", "show", "textkit-*")
+    assert several.returncode == 2
+    assert several.stderr == (
+        "error: 'textkit-*' matches 2 tasks (textkit-case-styles, textkit-slugify); name one\n"
+    )
 
 
 def test_a_run_folder_in_use_is_refused(tmp_path: Path, serve) -> None:
