@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
-from cursorbench.loader import TaskFileError, tasks_from_options
+from cursorbench.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
 from cursorbench.report import print_run
 from cursorbench.runs import UsageError, run_request, start_run
 from cursorbench.validate import validate_task
@@ -198,11 +198,13 @@ def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`
 
 @tasks_app.command("list")
 def tasks_list(tasks: TasksOption = None) -> None:
-    """List tasks: id, category, suite version, prompt length."""
+    """List tasks: id, category, suite version, prompt length. Task files that do not load
+    are reported on stderr, one line each, and the exit status is then 2."""
     from rich.table import Table
 
+    found, problems = tasks_from_options_reporting(tasks or [])
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
-    for task in tasks_from_options(tasks or []):
+    for task in found:
         check = task.verification
         table.add_row(
             task.id,
@@ -213,6 +215,15 @@ def tasks_list(tasks: TasksOption = None) -> None:
             str(len(check.pass_to_pass)),
         )
     console.print(table)
+    _print_problems(problems)
+    if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _print_problems(problems: list[str]) -> None:
+    """One line on stderr per task file that does not load, naming the file and field."""
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
 
 
 @tasks_app.command("show")
@@ -233,15 +244,23 @@ def tasks_validate(
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
 ) -> None:
     """Check tasks: the reference passes every test, the mutated workspace fails every
-    FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably."""
+    FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably. Task files that do not
+    load are reported first (exit status 2); the others are still checked (1 if invalid)."""
     backend = choose_backend(sandbox)
-    problems = 0
-    for task in tasks_from_options(tasks or []):
-        report = validate_task(build(task), backend, repeat)
-        problems += bool(report)
+    found, problems = tasks_from_options_reporting(tasks or [])
+    _print_problems(problems)
+    invalid = 0
+    for task in found:
+        try:
+            report = validate_task(build(task), backend, repeat)
+        except BuildError as error:
+            report = [f"cannot build: {error}"]
+        invalid += bool(report)
         mark = "[red]INVALID[/]" if report else "[green]ok[/]"
         console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in report))
     if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if invalid:
         raise typer.Exit(1)
 
 
