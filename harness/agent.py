@@ -52,7 +52,7 @@ class AgentOutcome:
 @dataclass
 class _Budget:
     """The agent's own time counts against its wall time: tool calls and the latency of
-    model replies. Time the endpoint made it wait (failed tries, backoff) does not."""
+    model replies. Time spent waiting on the endpoint (`Usage.wait_s`) does not."""
 
     limits: Limits
     started: float = field(default_factory=time.monotonic)
@@ -101,7 +101,7 @@ def run_agent(
         while True:
             budget.check(outcome.turns, outcome.usage)
             reply = model.complete(messages, tool_schemas())
-            budget.not_charged_s += reply.usage.retry_wait_s
+            budget.not_charged_s += reply.usage.wait_s
             outcome.turns += 1
             outcome.usage.add(reply.usage)
             messages.append(reply.as_message())

@@ -93,8 +93,8 @@ class ChatModel(Protocol):
     name: str
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
-        """One reply. Its `usage.retry_wait_s` is the time spent on failed tries and
-        backoff, which the agent's wall-time budget does not count."""
+        """One reply. Its `usage.wait_s` is the time spent waiting on the endpoint (failed
+        tries, backoff, a free connection), which the agent's wall-time budget does not count."""
         ...
 
 
@@ -136,15 +136,18 @@ class OpenAIChatModel:
         """One reply. Each try gets `request_timeout_s`; a try that fails in a way worth
         retrying is retried up to `retry.max_retries` times, with backoff."""
         retries = 0
-        waited = 0.0  # on failed tries and backoff
+        waited = 0.0  # for a free connection, on failed tries, in backoff
         while True:
-            started = time.monotonic()
+            queued = time.monotonic()
             try:
-                reply = self._call(messages, tools)
+                with self._slots or nullcontext():
+                    started = time.monotonic()
+                    waited += started - queued
+                    reply = self._call(messages, tools)
             except (*RETRYABLE, _JunkReply) as error:
                 waited += time.monotonic() - started
                 if retries >= self.retry.max_retries:
-                    spent = Usage(retries=retries, retry_wait_s=waited)
+                    spent = Usage(retries=retries, wait_s=waited)
                     raise ModelAPIError(self._describe(error, retries), spent) from None
                 wait = self.retry.wait(retries, _retry_after(error))
                 time.sleep(wait)
@@ -153,17 +156,17 @@ class OpenAIChatModel:
                 continue
             except openai.APIStatusError as error:
                 waited += time.monotonic() - started
-                spent = Usage(retries=retries, retry_wait_s=waited)
+                spent = Usage(retries=retries, wait_s=waited)
                 if CONTEXT_OVERFLOW.search(str(error.message)):
                     raise ContextOverflow(str(error.message), spent) from None
                 raise ModelAPIError(self._describe(error, retries), spent) from None
             except openai.OpenAIError as error:
                 waited += time.monotonic() - started
-                spent = Usage(retries=retries, retry_wait_s=waited)
+                spent = Usage(retries=retries, wait_s=waited)
                 raise ModelAPIError(self._describe(error, retries), spent) from None
             reply.usage.model_latency_s = time.monotonic() - started
             reply.usage.retries = retries
-            reply.usage.retry_wait_s = waited
+            reply.usage.wait_s = waited
             return reply
 
     def check(self) -> None:
@@ -273,16 +276,15 @@ class OpenAIChatModel:
         options: dict[str, Any] = {}
         if self.temperature is not None:
             options["temperature"] = self.temperature
-        with self._slots or nullcontext():
-            # The conversation goes in `extra_body`, already in wire format: the client's
-            # own transform of `messages` walks every message's type hints and costs
-            # ~1 ms per message per call, which dominated the harness's time per step.
-            raw = self._client.chat.completions.with_raw_response.create(
-                model=self.name,
-                messages=[],
-                timeout=self.request_timeout_s,
-                extra_body={"messages": messages, "tools": tools, **options},
-            )
+        # The conversation goes in `extra_body`, already in wire format: the client's
+        # own transform of `messages` walks every message's type hints and costs
+        # ~1 ms per message per call, which dominated the harness's time per step.
+        raw = self._client.chat.completions.with_raw_response.create(
+            model=self.name,
+            messages=[],
+            timeout=self.request_timeout_s,
+            extra_body={"messages": messages, "tools": tools, **options},
+        )
         try:
             response = raw.parse()
         except (ValueError, TypeError):  # a 200 whose body is not JSON

@@ -67,9 +67,10 @@ class Usage(BaseModel):
     model_calls: int = 0
     model_latency_s: float = 0.0
     retries: int = 0
-    retry_wait_s: float = Field(
+    wait_s: float = Field(
         default=0.0,
-        description="Seconds spent on failed tries and backoff; not charged to the agent's time.",
+        description="Seconds spent waiting on the endpoint: failed tries, retry backoff, a free "
+        "connection (--max-connections). Not charged to the agent's wall time.",
     )
     estimated_calls: int = Field(
         default=0, description="Model calls whose endpoint reported no usage (estimated)."
@@ -85,7 +86,7 @@ class Usage(BaseModel):
         self.model_calls += other.model_calls
         self.model_latency_s += other.model_latency_s
         self.retries += other.retries
-        self.retry_wait_s += other.retry_wait_s
+        self.wait_s += other.wait_s
         self.estimated_calls += other.estimated_calls
         self.truncated_replies += other.truncated_replies
 

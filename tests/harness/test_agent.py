@@ -254,7 +254,7 @@ def test_time_spent_on_retries_is_not_charged_to_the_agent(
     # agent's 0.8 s; only the good try's 0.3 s is the agent's.
     assert outcome.failure is None, outcome.message
     assert outcome.usage.retries == 2
-    assert outcome.usage.retry_wait_s >= 0.7
+    assert outcome.usage.wait_s >= 0.7
 
 
 def test_a_reply_that_comes_after_the_wall_time_is_not_acted_on(

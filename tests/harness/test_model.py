@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -182,8 +183,18 @@ def test_retries_on_500_then_succeeds(serve_fast: Serve) -> None:
     reply = model_for(serve_fast(responder)).complete(MESSAGES, [])
     assert reply.content == "ok"
     assert reply.usage.retries == 2
-    assert reply.usage.retry_wait_s > 0
+    assert reply.usage.wait_s > 0
     assert len(responder.requests) == 3
+
+
+def test_waiting_for_a_free_connection_is_waiting_not_latency(serve_fast: Serve) -> None:
+    slots = threading.Semaphore(1)
+    slots.acquire()  # another attempt holds the only connection for a while
+    threading.Timer(0.5, slots.release).start()
+    model = model_for(serve_fast(Sequence(Reply(content="ok"))), connection_slots=slots)
+    reply = model.complete(MESSAGES, [])
+    assert reply.usage.wait_s >= 0.45
+    assert reply.usage.model_latency_s < 0.4
 
 
 def test_persistent_500_becomes_a_one_line_model_api_error(serve_fast: Serve) -> None:
@@ -275,7 +286,7 @@ def test_a_hanging_endpoint_times_out_per_request_and_is_retried(serve_fast: Ser
     assert time.monotonic() - started < 1.8
     assert str(caught.value) == "timeout after 2 retries: no reply within 0.3s"
     assert caught.value.usage.retries == 2
-    assert caught.value.usage.retry_wait_s >= 0.9
+    assert caught.value.usage.wait_s >= 0.9
     assert len(responder.requests) == 3
 
 
@@ -285,7 +296,7 @@ def test_a_slow_try_then_a_good_one_reports_the_time_waited(serve_fast: Serve) -
     reply = model.complete(MESSAGES, [])
     assert reply.content == "ok"
     assert reply.usage.retries == 1
-    assert 0.3 <= reply.usage.retry_wait_s < 1.0
+    assert 0.3 <= reply.usage.wait_s < 1.0
     assert reply.usage.model_latency_s < 0.3
 
 
