@@ -1,8 +1,11 @@
 """The `cursorbench` command line: run, tasks, show.
 
 Exit status: 0 a completed run (whatever it scored; errored attempts are
-counted in `errors`), 1 an unexpected internal fault, 2 bad usage or bad
-input (one line on stderr), 130 interrupted (the same command resumes).
+counted in `errors`), 1 an unexpected internal fault (or `tasks validate`
+found an invalid task), 2 bad usage or bad input, including an endpoint that
+fails the check before a run (one line on stderr), 3 a run in which every
+attempt ended in `error` (nothing was judged), 130 interrupted (the same
+command resumes).
 """
 
 from __future__ import annotations
@@ -15,19 +18,21 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
-from cursorbench.loader import TaskFileError, tasks_from_options
+from cursorbench.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
 from cursorbench.report import print_run
-from cursorbench.runs import RunRequest, UsageError, start_run
+from cursorbench.runs import UsageError, run_request, start_run
 from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build
+from harness.model import DEFAULT_REQUEST_TIMEOUT_S, EndpointUnusable
 from harness.pricing import PriceTableError
-from harness.results import AttemptResult, in_order
+from harness.results import AttemptResult, Status, in_order
 from harness.rundir import RunDir, RunDirError
-from harness.runner import RunInterrupted
+from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
 from harness.sandbox.process import kill_running_commands
 from leaderboard import StoreError
@@ -39,6 +44,7 @@ console = Console(width=None if sys.stdout.isatty() else 140)
 errors = Console(stderr=True)
 
 EXIT_BAD_INPUT = 2
+EXIT_ALL_ERRORS = 3
 EXIT_INTERRUPTED = 130
 KNOWN_ERRORS: tuple[type[Exception], ...] = (
     TaskFileError,
@@ -48,6 +54,7 @@ KNOWN_ERRORS: tuple[type[Exception], ...] = (
     SandboxUnavailable,
     PriceTableError,
     StoreError,
+    EndpointUnusable,
 )
 
 TasksOption = Annotated[
@@ -77,7 +84,7 @@ def run(
         int | None, typer.Option(min=1, help="Sandbox commands at once [default: CPUs].")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Run folder; rerunning with it resumes [runs/MODEL].")
+        str | None, typer.Option(help="Run folder; rerunning with it resumes [runs/MODEL].")
     ] = None,
     db: Annotated[
         str | None, typer.Option(help="SQLAlchemy URL [env CURSORBENCH_DB, else a SQLite file].")
@@ -86,7 +93,10 @@ def run(
     temperature: Annotated[float | None, typer.Option()] = None,
     max_retries: Annotated[int, typer.Option(min=0, help="Retries per model call.")] = 4,
     retry_backoff: Annotated[float, typer.Option(min=0, help="First retry wait (s).")] = 1.0,
-    prices: Annotated[Path | None, typer.Option(help="YAML price table to add.")] = None,
+    request_timeout: Annotated[
+        float, typer.Option(help="Seconds one model request may take before it is retried.")
+    ] = DEFAULT_REQUEST_TIMEOUT_S,
+    prices: Annotated[str | None, typer.Option(help="YAML price table to add.")] = None,
     price_input: Annotated[float | None, typer.Option(help="$ per M input tokens.")] = None,
     price_output: Annotated[float | None, typer.Option(help="$ per M output tokens.")] = None,
     keep_workspaces: Annotated[bool, typer.Option(help="Keep attempt folders.")] = False,
@@ -95,7 +105,7 @@ def run(
     ] = False,
 ) -> None:
     """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
-    request = RunRequest(
+    request = run_request(
         base_url=base_url,
         model=model,
         api_key=api_key,
@@ -110,6 +120,7 @@ def run(
         temperature=temperature,
         max_retries=max_retries,
         retry_backoff_s=retry_backoff,
+        request_timeout_s=request_timeout,
         prices=prices,
         price_input=price_input,
         price_output=price_output,
@@ -131,10 +142,17 @@ def run(
             # Attempts still in flight hold worker threads that the interpreter would
             # wait for; everything finished is already on disk, so leave now.
             os._exit(EXIT_INTERRUPTED)
-    print_run(console, outcome.run, outcome.results)
+    print_run(console, outcome.run, outcome.results, runner.config.planned)
     for warning in outcome.store_warnings:
         errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")
     console.print(f"results: {runner.run_dir.path}")
+    if outcome.results and all(r.status is Status.ERROR for r in outcome.results):
+        print(
+            f"error: every attempt ended in error, e.g. {outcome.results[0].error}; "
+            "nothing was judged (fix the cause, then rerun with --retry-errors)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_ALL_ERRORS)
 
 
 class ProgressBar:
@@ -171,16 +189,22 @@ def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`
     stored = folder.existing_run()
     if stored is None:
         raise RunDirError(f"{out}: not a run folder (no run.json)")
-    print_run(console, stored, in_order(folder.finished().values()))
+    try:
+        planned = RunConfig.model_validate(stored.config).planned
+    except ValidationError:
+        raise RunDirError(f"{out}: run.json holds no readable configuration") from None
+    print_run(console, stored, in_order(folder.finished().values()), planned)
 
 
 @tasks_app.command("list")
 def tasks_list(tasks: TasksOption = None) -> None:
-    """List tasks: id, category, suite version, prompt length."""
+    """List tasks: id, category, suite version, prompt length. Task files that do not load
+    are reported on stderr, one line each, and the exit status is then 2."""
     from rich.table import Table
 
+    found, problems = tasks_from_options_reporting(tasks or [])
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
-    for task in tasks_from_options(tasks or []):
+    for task in found:
         check = task.verification
         table.add_row(
             task.id,
@@ -191,14 +215,26 @@ def tasks_list(tasks: TasksOption = None) -> None:
             str(len(check.pass_to_pass)),
         )
     console.print(table)
+    _print_problems(problems)
+    if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _print_problems(problems: list[str]) -> None:
+    """One line on stderr per task file that does not load, naming the file and field."""
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
 
 
 @tasks_app.command("show")
 def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
     """Show one task: its prompt, source, mutation, verification and limits."""
     paths = [value for value in tasks or [] if Path(value).exists()]
-    (task,) = tasks_from_options([*paths, task_id])
-    console.print_json(task.model_dump_json())
+    found = tasks_from_options([*paths, task_id])
+    if len(found) != 1:
+        names = ", ".join(task.id for task in found)
+        raise TaskFileError(f"{task_id!r} matches {len(found)} tasks ({names}); name one")
+    console.print_json(found[0].model_dump_json())
 
 
 @tasks_app.command("validate")
@@ -208,15 +244,23 @@ def tasks_validate(
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
 ) -> None:
     """Check tasks: the reference passes every test, the mutated workspace fails every
-    FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably."""
+    FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably. Task files that do not
+    load are reported first (exit status 2); the others are still checked (1 if invalid)."""
     backend = choose_backend(sandbox)
-    problems = 0
-    for task in tasks_from_options(tasks or []):
-        report = validate_task(build(task), backend, repeat)
-        problems += bool(report)
+    found, problems = tasks_from_options_reporting(tasks or [])
+    _print_problems(problems)
+    invalid = 0
+    for task in found:
+        try:
+            report = validate_task(build(task), backend, repeat)
+        except BuildError as error:
+            report = [f"cannot build: {error}"]
+        invalid += bool(report)
         mark = "[red]INVALID[/]" if report else "[green]ok[/]"
         console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in report))
     if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if invalid:
         raise typer.Exit(1)
 
 

@@ -56,14 +56,36 @@ def task_files(location: Path) -> list[Path]:
 
 
 def load_tasks(locations: list[Path]) -> list[Task]:
+    """Every task at the locations; the first bad file is refused (the rest are counted)."""
+    tasks, problems = load_tasks_reporting(locations)
+    if problems:
+        more = f" (and {len(problems) - 1} more bad task files)" if len(problems) > 1 else ""
+        raise TaskFileError(problems[0] + more)
+    return tasks
+
+
+def load_tasks_reporting(locations: list[Path]) -> tuple[list[Task], list[str]]:
+    """The tasks that load, and one line per file or location that does not (a file whose
+    task id another file already has is such a file)."""
     tasks: dict[str, Task] = {}
+    problems: list[str] = []
     for location in locations:
-        for path in task_files(location):
-            task = load_task(path)
+        try:
+            paths = task_files(location)
+        except TaskFileError as error:
+            problems.append(str(error))
+            continue
+        for path in paths:
+            try:
+                task = load_task(path)
+            except TaskFileError as error:
+                problems.append(str(error))
+                continue
             if task.id in tasks:
-                raise TaskFileError(f"{path}: task id {task.id!r} also in {tasks[task.id].path}")
+                problems.append(f"{path}: task id {task.id!r} also in {tasks[task.id].path}")
+                continue
             tasks[task.id] = task
-    return list(tasks.values())
+    return list(tasks.values()), problems
 
 
 def select_tasks(tasks: list[Task], patterns: list[str]) -> list[Task]:
@@ -79,9 +101,36 @@ def select_tasks(tasks: list[Task], patterns: list[str]) -> list[Task]:
 
 def tasks_from_options(values: list[str]) -> list[Task]:
     """`--tasks` values: task files or suite folders, else id globs over the bundled suite."""
-    paths = [Path(value) for value in values if Path(value).exists()]
-    globs = [value for value in values if not Path(value).exists()]
+    paths, globs = split_task_options(values)
     return select_tasks(load_tasks(paths or [bundled_suite()]), globs)
+
+
+def tasks_from_options_reporting(values: list[str]) -> tuple[list[Task], list[str]]:
+    """Like `tasks_from_options`, but bad task files are reported, not refused: the tasks
+    that load and are selected, and one line per problem."""
+    paths, globs = split_task_options(values)
+    tasks, problems = load_tasks_reporting(paths or [bundled_suite()])
+    try:
+        return select_tasks(tasks, globs), problems
+    except TaskFileError as error:
+        return [], [*problems, str(error)]
+
+
+def split_task_options(values: list[str]) -> tuple[list[Path], list[str]]:
+    """`--tasks` values as paths that exist and id globs; a value that names a file or
+    folder that is not there (it has a `/` or a task file suffix) is refused."""
+    paths: list[Path] = []
+    globs: list[str] = []
+    for value in values:
+        if not value.strip():
+            raise TaskFileError("--tasks: an empty value")
+        if Path(value).exists():
+            paths.append(Path(value))
+        elif "/" in value or value.endswith(TASK_SUFFIXES):
+            raise TaskFileError(f"{value}: no such task file or folder")
+        else:
+            globs.append(value)
+    return paths, globs
 
 
 def bundled_suite() -> Path:

@@ -9,26 +9,52 @@ from harness.results import AttemptResult, RunInfo, Status
 
 REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}
+ESTIMATED_NOTE = "~ estimated: the endpoint reported no usage"
 
 
 def _seconds(value: float) -> str:
     return f"{value:.1f}s" if value < 120 else f"{value / 60:.1f}m"
 
 
-def results_table(run: RunInfo, results: list[AttemptResult]) -> Table:
+def _tokens(count: int, estimated: bool) -> str:
+    return f"~{count:,}" if estimated else f"{count:,}"
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else f"{part}/0"
+
+
+def partial_note(finished: int, planned: int) -> str | None:
+    """`PARTIAL: 3 of 12 attempts finished`, or None for a complete run."""
+    return f"PARTIAL: {finished} of {planned} attempts finished" if finished < planned else None
+
+
+def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> Table:
     embedded = run.endpoint_label == REFERENCE
     who = "embedded reference solver, not a model" if embedded else run.base_url
     title = f"{run.model} ({who}) · run {run.id} · sandbox {run.sandbox}"
-    table = Table(title=title, title_justify="left", show_footer=True)
+    partial = partial_note(len(results), planned)
+    if partial:
+        title = f"[bold yellow]{partial}[/] · {title}"
+    estimated = any(r.usage.estimated_calls for r in results)
+    table = Table(
+        title=title,
+        title_justify="left",
+        show_footer=True,
+        caption=ESTIMATED_NOTE if estimated else None,
+        caption_justify="left",
+    )
     resolved = sum(result.resolved for result in results)
-    rate = f"{resolved}/{len(results)} ({resolved / len(results):.0%})" if results else "0/0"
-    table.add_column("task", footer="total")
+    rate = _share(resolved, len(results))
+    if partial:
+        rate += f"\n{resolved}/{planned} planned ({resolved / planned:.0%})"
+    table.add_column("task", footer="PARTIAL total" if partial else "total")
     table.add_column("epoch", justify="right")
     table.add_column("resolved", footer=rate)
     table.add_column("failure", footer=f"{sum(r.status is Status.ERROR for r in results)} errors")
     table.add_column("turns", justify="right", footer=str(sum(r.turns for r in results)))
     tokens = sum(r.usage.tokens for r in results)
-    table.add_column("tokens", justify="right", footer=f"{tokens:,}")
+    table.add_column("tokens", justify="right", footer=_tokens(tokens, estimated))
     cost = sum(r.usage.cost_usd for r in results)
     table.add_column("cost", justify="right", footer=f"${cost:.4f}")
     wall = sum(r.wall_time_s for r in results)
@@ -41,17 +67,26 @@ def results_table(run: RunInfo, results: list[AttemptResult]) -> Table:
             f"[{style}]{'yes' if result.resolved else 'no'}[/]",
             f"[{style}]{result.failure.value}[/]" if result.failure else "",
             str(result.turns),
-            f"{result.usage.tokens:,}",
+            _tokens(result.usage.tokens, result.usage.estimated_calls > 0),
             f"${result.usage.cost_usd:.4f}",
             _seconds(result.wall_time_s),
         )
     return table
 
 
-def print_run(console: Console, run: RunInfo, results: list[AttemptResult]) -> None:
-    console.print(results_table(run, results))
+def print_run(console: Console, run: RunInfo, results: list[AttemptResult], planned: int) -> None:
+    """The table, the run's warnings, an example error, and whether the run is partial."""
+    console.print(results_table(run, results, planned))
     for warning in run.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}")
     errors = [r for r in results if r.status is Status.ERROR and r.error]
     if errors:
         console.print(f"[yellow]{len(errors)} attempts ended in error, e.g.:[/] {errors[0].error}")
+    partial = partial_note(len(results), planned)
+    if partial:
+        resolved = sum(result.resolved for result in results)
+        console.print(
+            f"[bold yellow]{partial}[/]: resolved {_share(resolved, len(results))} of those "
+            f"finished, {_share(resolved, planned)} of those planned; "
+            "run the same `cursorbench run` command again to finish it"
+        )

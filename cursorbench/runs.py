@@ -3,6 +3,8 @@
 `RunRequest` is what a user asks for (the CLI's options); `start_run` turns it
 into a ready `Runner`. With no base URL, the embedded reference solver is
 served on loopback and the run goes through it over HTTP like any endpoint.
+The endpoint is checked once (reachable, key accepted, model served) before
+anything is written to the run folder or the store.
 """
 
 from __future__ import annotations
@@ -10,16 +12,19 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 import threading
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.workspace import build, cache_home
-from harness.model import OpenAIChatModel, RetryPolicy
+from harness.model import DEFAULT_REQUEST_TIMEOUT_S, OpenAIChatModel, RetryPolicy
 from harness.openai_server import OpenAIServer
 from harness.pricing import Price, load_price_table, price_for
 from harness.rundir import RunDir
@@ -41,6 +46,9 @@ class UsageError(ValueError):
 
 
 class RunRequest(BaseModel):
+    """A run as the user asked for it. Build it with `run_request` to have a bad value
+    refused as a `UsageError` naming the option."""
+
     base_url: str | None = None
     model: str | None = None
     api_key: str | None = None
@@ -52,14 +60,32 @@ class RunRequest(BaseModel):
     out: Path | None = None
     db: str | None = None
     sandbox: str = "auto"
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     max_retries: int = Field(default=4, ge=0)
-    retry_backoff_s: float = Field(default=1.0, ge=0)
+    retry_backoff_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    request_timeout_s: float = Field(default=DEFAULT_REQUEST_TIMEOUT_S, gt=0, allow_inf_nan=False)
     prices: Path | None = None
-    price_input: float | None = Field(default=None, ge=0)
-    price_output: float | None = Field(default=None, ge=0)
+    price_input: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    price_output: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     keep_workspaces: bool = False
     retry_errors: bool = False
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @field_validator("out", "prices", mode="before")
+    @classmethod
+    def _not_empty(cls, value: object) -> object:
+        if value == "":
+            raise ValueError("an empty path")
+        return value
 
     @property
     def embedded(self) -> bool:
@@ -78,6 +104,34 @@ class RunRequest(BaseModel):
         if self.out is not None:
             return self.out
         return Path("runs") / re.sub(r"[^A-Za-z0-9._-]+", "_", self.model_name())
+
+
+def run_request(**options: Any) -> RunRequest:
+    """A `RunRequest` from the CLI's options; a bad value is a `UsageError` naming the option."""
+    try:
+        return RunRequest(**options)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else "options"
+        option = "--" + field.removesuffix("_s").replace("_", "-")
+        message = first["msg"].removeprefix("Value error, ")
+        raise UsageError(f"Invalid value for '{option}': {message}") from None
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuses an `--out` that cannot become a run folder, leaving nothing behind: it must be
+    a folder or not exist yet, and the nearest folder that exists must take a new folder."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    nearest = next(path for path in [out, *out.parents] if path.exists())
+    if not nearest.is_dir():
+        raise UsageError(f"--out {out}: {nearest} is not a folder")
+    try:  # os.access says yes to root even where nothing can be created (/proc, read-only)
+        probe = Path(tempfile.mkdtemp(prefix=".cursorbench-probe-", dir=nearest))
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UsageError(f"--out {out}: cannot create a folder in {nearest} ({reason})") from None
+    probe.rmdir()
 
 
 def default_db_url() -> str:
@@ -119,6 +173,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
 
     model = request.model_name()
     out = request.out_dir()
+    check_out_dir(out)
     built = [build(task) for task in tasks_from_options(request.tasks)]
     backend = choose_backend(request.sandbox)
     warnings = [] if backend == "bubblewrap" else [UNCONFINED_WARNING]
@@ -147,7 +202,9 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         retry=RetryPolicy(max_retries=request.max_retries, backoff_s=request.retry_backoff_s),
         temperature=request.temperature,
         connection_slots=threading.Semaphore(request.max_connections or request.concurrency),
+        request_timeout_s=request.request_timeout_s,
     )
+    client.check()  # before the run folder or the store is touched: a bad endpoint leaves nothing
     db_url = request.db or default_db_url()
     store = open_store(db_url)
     stack.callback(store.close)

@@ -2,7 +2,9 @@
 
 The loop asks the model for its next step, runs the tool calls it makes, and
 stops when the model calls `finish` (or answers without calling a tool), or
-when a budget, the endpoint or the model's output format gives out. Each way
+when a budget, the endpoint or the model's output format gives out. A reply
+cut off at the output token limit does not end the attempt: the model is told
+so and goes on. Each way
 of stopping is a typed exception turned into an `AgentOutcome`; scoring is not
 done here.
 """
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 
 from harness.model import ChatModel, ContextOverflow, ModelAPIError, ToolCall
 from harness.results import Failure, Usage
-from harness.sandbox import Sandbox
+from harness.sandbox import ResourceLimitExceeded, Sandbox
 from harness.spec import Limits
 from harness.tools import MalformedCall, Submitted, ToolContext, ToolError, call_tool, tool_schemas
 from harness.trajectory import Trajectory
@@ -25,6 +27,11 @@ Make the change the user asks for, check it (for example by running the tests), 
 `finish` with a one-paragraph summary of what you changed."""
 
 MAX_MALFORMED_REPLIES = 3  # consecutive replies whose every tool call was unusable
+MAX_TOOL_CALLS_PER_REPLY = 25  # calls past this in one reply are skipped, not run
+MAX_TOOL_CALLS = 500  # calls run per attempt; one more ends it as `tool_call_limit`
+TRUNCATED_NOTE = (
+    "Your last reply was cut off at the output token limit; continue, keeping replies shorter."
+)
 
 
 class LimitExceeded(Exception):
@@ -38,21 +45,29 @@ class AgentOutcome:
     failure: Failure | None  # None: the agent finished on its own
     message: str
     turns: int = 0
-    tool_calls: int = 0
+    tool_calls: int = 0  # calls run; calls skipped past the per-reply budget are not counted
     usage: Usage = field(default_factory=Usage)
 
 
 @dataclass
 class _Budget:
+    """The agent's own time counts against its wall time: tool calls and the latency of
+    model replies. Time spent waiting on the endpoint (`Usage.wait_s`) does not."""
+
     limits: Limits
     started: float = field(default_factory=time.monotonic)
+    not_charged_s: float = 0.0
 
     def time_left(self) -> float:
-        return self.limits.wall_time_s - (time.monotonic() - self.started)
+        charged = time.monotonic() - self.started - self.not_charged_s
+        return self.limits.wall_time_s - charged
 
-    def check(self, turns: int, usage: Usage) -> None:
+    def check_time(self) -> None:
         if self.time_left() <= 0:
             raise LimitExceeded(Failure.AGENT_TIMEOUT, f"wall time {self.limits.wall_time_s}s")
+
+    def check(self, turns: int, usage: Usage) -> None:
+        self.check_time()
         if turns >= self.limits.max_turns:
             raise LimitExceeded(Failure.TURN_LIMIT, f"{self.limits.max_turns} turns")
         if usage.tokens >= self.limits.max_tokens:
@@ -60,8 +75,18 @@ class _Budget:
 
 
 def run_agent(
-    model: ChatModel, sandbox: Sandbox, prompt: str, limits: Limits, trajectory: Trajectory
+    model: ChatModel,
+    sandbox: Sandbox,
+    prompt: str,
+    limits: Limits,
+    trajectory: Trajectory,
+    *,
+    max_tool_calls_per_reply: int = MAX_TOOL_CALLS_PER_REPLY,
+    max_tool_calls: int = MAX_TOOL_CALLS,
 ) -> AgentOutcome:
+    """Runs the loop to its end. Of one reply's tool calls only the first
+    `max_tool_calls_per_reply` run (each of the rest gets a tool result saying it was
+    skipped); running more than `max_tool_calls` in the attempt ends it as `tool_call_limit`."""
     budget = _Budget(limits)
     context = ToolContext(sandbox, limits.command_timeout_s, budget.time_left)
     outcome = AgentOutcome(failure=None, message="")
@@ -75,34 +100,80 @@ def run_agent(
     try:
         while True:
             budget.check(outcome.turns, outcome.usage)
-            reply = model.complete(messages, tool_schemas(), timeout=max(budget.time_left(), 1))
+            reply = model.complete(messages, tool_schemas())
+            budget.not_charged_s += reply.usage.wait_s
             outcome.turns += 1
             outcome.usage.add(reply.usage)
             messages.append(reply.as_message())
-            trajectory.write("model", message=messages[-1], usage=reply.usage.model_dump())
-            if not reply.tool_calls:
+            trajectory.write(
+                "model",
+                message=messages[-1],
+                finish_reason=reply.finish_reason,
+                usage=reply.usage.model_dump(),
+            )
+            budget.check_time()  # a reply that came after the wall time is not acted on
+            truncated = reply.finish_reason == "length"
+            if not reply.tool_calls and not truncated:
                 raise Submitted(reply.content or "")
-            all_malformed = True
-            for call in reply.tool_calls:
-                outcome.tool_calls += 1
-                text, was_malformed = _run_tool(context, call, trajectory)
-                all_malformed &= was_malformed
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-            malformed = malformed + 1 if all_malformed else 0
+            if reply.tool_calls:
+                calls = _Calls(context, outcome, trajectory, max_tool_calls_per_reply)
+                all_malformed = calls.run(reply.tool_calls, messages, max_tool_calls)
+                malformed = malformed + 1 if all_malformed else 0
             if malformed >= MAX_MALFORMED_REPLIES:
                 raise LimitExceeded(Failure.FORMAT_ERROR, f"{malformed} unusable replies in a row")
+            if truncated:  # after the tool results: they must follow the assistant message
+                messages.append({"role": "user", "content": TRUNCATED_NOTE})
+                trajectory.write("message", **messages[-1])
     except Submitted as done:
         outcome.message = done.summary
     except LimitExceeded as stop:
         outcome.failure, outcome.message = stop.failure, str(stop)
     except ContextOverflow as overflow:
+        outcome.usage.add(overflow.usage)
         outcome.failure, outcome.message = Failure.CONTEXT_OVERFLOW, str(overflow)
-    except ModelAPIError as error:
-        out_of_time = budget.time_left() <= 0
-        outcome.failure = Failure.AGENT_TIMEOUT if out_of_time else Failure.MODEL_API_ERROR
-        outcome.message = str(error)
+    except ModelAPIError as error:  # never the agent's timeout: the endpoint failed
+        outcome.usage.add(error.usage)
+        outcome.failure, outcome.message = Failure.MODEL_API_ERROR, str(error)
+    except ResourceLimitExceeded as limit:  # a fork storm, a memory bomb, a full disk
+        outcome.failure, outcome.message = Failure.RESOURCE_LIMIT, str(limit)
     trajectory.write("agent_end", failure=outcome.failure, message=outcome.message)
     return outcome
+
+
+@dataclass
+class _Calls:
+    """Runs one reply's tool calls within the per-reply and per-attempt budgets."""
+
+    context: ToolContext
+    outcome: AgentOutcome
+    trajectory: Trajectory
+    per_reply: int
+
+    def run(self, calls: list[ToolCall], messages: list[dict], per_attempt: int) -> bool:
+        """Appends a tool message for every call; says whether every call run was malformed."""
+        all_malformed = True
+        for index, call in enumerate(calls):
+            if index >= self.per_reply:
+                text = self._skip(call, len(calls))
+            else:
+                if self.outcome.tool_calls >= per_attempt:
+                    raise LimitExceeded(Failure.TOOL_CALL_LIMIT, f"{per_attempt} tool calls")
+                self.outcome.tool_calls += 1
+                text, was_malformed = _run_tool(self.context, call, self.trajectory)
+                all_malformed &= was_malformed
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+        return all_malformed
+
+    def _skip(self, call: ToolCall, made: int) -> str:
+        """The tool result for a call past the per-reply budget: it is not run."""
+        text = (
+            f"error: skipped: this reply made {made} tool calls, more than the "
+            f"{self.per_reply} allowed per reply; only the first {self.per_reply} were run"
+        )
+        self.trajectory.write(
+            "tool", id=call.id, name=call.name, arguments=call.arguments, output=text, skipped=True
+        )
+        return text
 
 
 def _run_tool(context: ToolContext, call: ToolCall, trajectory: Trajectory) -> tuple[str, bool]:

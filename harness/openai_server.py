@@ -1,7 +1,8 @@
 """A small OpenAI-compatible HTTP server for scripted endpoints on loopback.
 
 It speaks `POST /v1/chat/completions` (non-streaming, with tool calls) and
-`GET /v1/models`, and asks a `Responder` what to answer. The embedded
+`GET /v1/models` (the responder's `models`, unless it answers that itself),
+and asks a `Responder` what to answer. The embedded
 reference solver and the test doubles in `harness.doubles` are responders;
 the harness reaches them through the official `openai` client over real HTTP,
 exactly as it reaches a provider. Not a general inference server.
@@ -15,15 +16,20 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 
 @dataclass
 class Reply:
-    """An assistant message: text and/or tool calls (arguments as a dict or raw text)."""
+    """An assistant message: text and/or tool calls (arguments as a dict or raw text).
+
+    `finish_reason` defaults to "tool_calls" or "stop"; "length" plays a reply cut off
+    at the output token limit. Without `report_usage` the reply carries no `usage`."""
 
     content: str | None = None
     tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    finish_reason: str | None = None
+    report_usage: bool = True
 
 
 @dataclass
@@ -36,14 +42,27 @@ class RawReply:
 
 
 class Responder(Protocol):
-    models: list[str]
+    models: list[str]  # what `GET /models` lists
 
     def respond(self, request: dict[str, Any]) -> Reply | RawReply: ...
+
+
+@runtime_checkable
+class AnswersModels(Protocol):
+    """A responder that answers `GET /models` itself (e.g. to fail it like a bad endpoint)."""
+
+    def models_reply(self) -> RawReply: ...
 
 
 def error_reply(status: int, message: str) -> RawReply:
     body = {"error": {"message": message, "type": "server_error", "code": status}}
     return RawReply(status, json.dumps(body).encode())
+
+
+def models_list_reply(models: list[str]) -> RawReply:
+    """`GET /models` as OpenAI answers it."""
+    data = [{"id": name, "object": "model", "owned_by": "cursorbench"} for name in models]
+    return RawReply(200, json.dumps({"object": "list", "data": data}).encode())
 
 
 def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +85,12 @@ def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
         len(c["function"]["arguments"]) for c in calls
     )
     prompt_tokens, completion_tokens = prompt_chars // 4 + 1, completion_chars // 4 + 1
-    return {
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -75,15 +99,13 @@ def completion_body(reply: Reply, request: dict[str, Any]) -> dict[str, Any]:
             {
                 "index": 0,
                 "message": message,
-                "finish_reason": "tool_calls" if calls else "stop",
+                "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
             }
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
     }
+    if reply.report_usage:
+        body["usage"] = usage
+    return body
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -95,12 +117,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            data = [{"id": name, "object": "model", "owned_by": "cursorbench"} for name in
-                    self.server.responder.models]  # fmt: skip
-            self._send(RawReply(200, json.dumps({"object": "list", "data": data}).encode()))
-        else:
+        responder = self.server.responder
+        if not self.path.rstrip("/").endswith("/models"):
             self._send(error_reply(404, f"no route {self.path}"))
+        elif isinstance(responder, AnswersModels):
+            self._send(responder.models_reply())
+        else:
+            self._send(models_list_reply(responder.models))
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length", 0))

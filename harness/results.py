@@ -27,6 +27,7 @@ class Failure(StrEnum):
     TOKEN_LIMIT = "token_limit"
     CONTEXT_OVERFLOW = "context_overflow"
     FORMAT_ERROR = "format_error"
+    TOOL_CALL_LIMIT = "tool_call_limit"
     TEST_TIMEOUT = "test_timeout"
     RESOURCE_LIMIT = "resource_limit"  # memory, processes, disk or change size
     GRADER_TAMPERING = "grader_tampering"  # a canary test that must fail passed
@@ -69,8 +70,16 @@ class Usage(BaseModel):
     model_calls: int = 0
     model_latency_s: float = 0.0
     retries: int = 0
+    wait_s: float = Field(
+        default=0.0,
+        description="Seconds spent waiting on the endpoint: failed tries, retry backoff, a free "
+        "connection (--max-connections). Not charged to the agent's wall time.",
+    )
     estimated_calls: int = Field(
         default=0, description="Model calls whose endpoint reported no usage (estimated)."
+    )
+    truncated_replies: int = Field(
+        default=0, description="Replies cut off at the output token limit (finish_reason length)."
     )
 
     def add(self, other: Usage) -> None:
@@ -80,7 +89,9 @@ class Usage(BaseModel):
         self.model_calls += other.model_calls
         self.model_latency_s += other.model_latency_s
         self.retries += other.retries
+        self.wait_s += other.wait_s
         self.estimated_calls += other.estimated_calls
+        self.truncated_replies += other.truncated_replies
 
     @property
     def tokens(self) -> int:

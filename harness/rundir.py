@@ -50,8 +50,12 @@ class RunDir:
 
     def lock(self) -> None:
         """Holds the folder for this process; a second run writing to it is refused."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(self.path / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise RunDirError(f"{self.path}: cannot be used as a run folder ({reason})") from None
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -48,6 +48,11 @@ class RunConfig(BaseModel):
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
+    @property
+    def planned(self) -> int:
+        """Attempts the run is made of: tasks x epochs."""
+        return len(self.tasks) * self.epochs
+
 
 class ResultStore(Protocol):
     """Where results land besides the run folder (see `leaderboard.Store`)."""
@@ -175,7 +180,7 @@ class Runner:
     def summary(self) -> dict:
         identity = {"run_id": self.run.id, "model": self.run.model}
         identity |= {"endpoint": self.run.endpoint_label, "sandbox": self.run.sandbox}
-        return identity | summarize(self.results())
+        return identity | summarize(self.results(), self.config.planned)
 
     def _forget_errors(self) -> None:
         """Drops errored attempts from the folder and the store, so they run again."""

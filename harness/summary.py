@@ -9,22 +9,35 @@ from typing import Any
 from harness.results import AttemptResult, Status, in_order
 
 
-def summarize(results: list[AttemptResult]) -> dict[str, Any]:
-    """`resolved_rate` counts errored attempts as unresolved; the `_judged` rate leaves them out."""
-    attempts = len(results)
+def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
+    """Figures over the finished attempts of a run made of `planned` attempts.
+
+    A run with fewer finished than planned is partial (`complete` false). `resolved_rate`
+    is over the finished attempts, errors counted as unresolved; `resolved_rate_planned`
+    is over the planned ones; `resolved_rate_judged` leaves errored attempts out.
+    """
+    finished = len(results)
     resolved = sum(result.resolved for result in results)
     errors = sum(result.status is Status.ERROR for result in results)
-    judged = attempts - errors
+    judged = finished - errors
+    estimated = sum(result.usage.estimated_calls for result in results)
     return {
-        "attempts": attempts,
+        "planned": planned,
+        "finished": finished,
+        "complete": finished >= planned,
+        "attempts": finished,
         "resolved": resolved,
         "failed": sum(result.status is Status.FAILED for result in results),
         "errors": errors,
-        "resolved_rate": resolved / attempts if attempts else 0.0,
+        "resolved_rate": resolved / finished if finished else 0.0,
+        "resolved_rate_planned": resolved / planned if planned else 0.0,
         "resolved_rate_judged": resolved / judged if judged else 0.0,
         "failures": dict(Counter(r.failure.value for r in results if r.failure is not None)),
         "tokens_in": sum(result.usage.tokens_in for result in results),
         "tokens_out": sum(result.usage.tokens_out for result in results),
+        "tokens_estimated": estimated > 0,
+        "estimated_calls": estimated,
+        "truncated_replies": sum(result.usage.truncated_replies for result in results),
         "cost_usd": round(sum(result.usage.cost_usd for result in results), 6),
         "turns": sum(result.turns for result in results),
         "wall_time_s": round(sum(result.wall_time_s for result in results), 3),

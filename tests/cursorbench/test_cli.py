@@ -67,18 +67,90 @@ def test_an_endpoint_that_only_says_done_scores_zero(tmp_path: Path, serve) -> N
 
 
 def test_an_endpoint_answering_500_ends_in_errors_not_failures(tmp_path: Path, serve) -> None:
-    url = serve(FailingDouble(500))
+    url = serve(FailingDouble(500, lists_models=True))  # passes the check, then fails
     out = tmp_path / "run"
     done = cursorbench(
         "run", "--base-url", url, "--model", "failing-double", "--tasks", "textkit-*",
         "--max-retries", "2", "--retry-backoff", "0", "--out", str(out),
     )  # fmt: skip
-    assert done.returncode == 0
+    assert done.returncode == 3
     assert "Traceback" not in done.stderr + done.stdout
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("error: every attempt ended in error, e.g. HTTP 500 after 2 retries")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["errors"] == summary["attempts"] == 2
     assert summary["failed"] == 0 and summary["failures"] == {"model_api_error": 2}
     assert all("HTTP 500 after 2 retries" in line["error"] for line in attempt_lines(out))
+    assert all(line["usage"]["retries"] == 2 for line in attempt_lines(out))
+
+
+def free_port_url() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+@pytest.mark.parametrize(
+    ("responder", "model", "message"),
+    [
+        (FailingDouble(401), "failing-double", "endpoint {url} rejected the API key (HTTP 401)"),
+        (
+            FailingDouble(500),
+            "failing-double",
+            "endpoint {url} answered HTTP 500 to GET /models after 2 retries: "
+            "the double always fails",
+        ),
+        (
+            DoneOnlyDouble(),
+            "gpt-9",
+            "model 'gpt-9' not served by {url}; available: done-only-double",
+        ),
+        (None, "gpt-9", "cannot reach {url}: connection refused"),
+    ],
+    ids=["bad-key", "http-500", "unknown-model", "unreachable"],
+)
+def test_an_unusable_endpoint_is_refused_before_anything_is_stored(
+    tmp_path: Path, serve, responder: Any, model: str, message: str
+) -> None:
+    url = serve(responder) if responder is not None else free_port_url()
+    out, db = tmp_path / "run", tmp_path / "lb.sqlite"
+    started = time.monotonic()
+    done = cursorbench(
+        "run", "--base-url", url, "--model", model, "--tasks", "textkit-slugify",
+        "--max-retries", "2", "--retry-backoff", "0", "--out", str(out), "--db", f"sqlite:///{db}",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == f"error: {message.format(url=url)}\n"
+    assert not out.exists() and not db.exists()
+    assert time.monotonic() - started < 30
+
+
+class HangingDouble:
+    """Lists its model, then never answers a chat completion in time."""
+
+    models = ["hanging-double"]
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        time.sleep(5)
+        return Reply(content="too late")
+
+
+def test_a_hung_endpoint_ends_attempts_as_model_api_errors_quickly(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    started = time.monotonic()
+    done = cursorbench(
+        "run", "--base-url", serve(HangingDouble()), "--model", "hanging-double",
+        "--tasks", "textkit-slugify", "--request-timeout", "0.5", "--max-retries", "1",
+        "--retry-backoff", "0", "--out", str(out),
+    )  # fmt: skip
+    assert time.monotonic() - started < 30
+    assert done.returncode == 3, done.stderr
+    (line,) = attempt_lines(out)
+    assert (line["status"], line["failure"]) == ("error", "model_api_error")
+    assert line["error"] == "timeout after 1 retries: no reply within 0.5s"
+    assert line["usage"]["retries"] == 1
 
 
 def test_rerunning_resumes_without_repeating(tmp_path: Path, serve) -> None:
@@ -142,6 +214,11 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     )
     partial = attempt_lines(out)
     assert 3 <= len(partial) < total, "the interrupt came too late to test anything"
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["planned"], summary["complete"]) == (total, False)
+    assert summary["finished"] <= len(partial)  # a kill may land between the two writes
+    shown = cursorbench("show", str(out))
+    assert f"PARTIAL: {len(partial)} of {total} attempts finished" in shown.stdout
     if how is signal.SIGINT:
         assert process.returncode == 130
         assert b"resume" in stderr and b"Traceback" not in stderr
@@ -150,6 +227,8 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     lines = attempt_lines(out)
     keys = [(line["task_id"], line["epoch"]) for line in lines]
     assert len(keys) == len(set(keys)) == total
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
+    assert "PARTIAL" not in finished.stdout
     assert lines[: len(partial)] == partial  # nothing already written was redone
     assert db_rows(db) == sorted(keys)
 
@@ -160,15 +239,39 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
         (["--base-url", "http://127.0.0.1:9"], "--base-url needs --model"),
         (["--model", "gpt-4o"], "--model needs --base-url"),
         (["--tasks", "no-such-task"], "no task matches 'no-such-task'"),
+        (["--tasks", ""], "--tasks: an empty value"),
+        (["--tasks", "missing/task.yaml"], "missing/task.yaml: no such task file or folder"),
         (["--db", "nosuchdialect://x"], "cannot open database"),
+        (["--db", "not a url"], "cannot open database 'not a url': not a valid database URL"),
         (["--sandbox", "firecracker"], "unknown sandbox backend"),
+        (["--out", "{tmp}/a-file"], "--out {tmp}/a-file: exists and is not a folder"),
+        (["--out", "{tmp}/a-file/run"], "--out {tmp}/a-file/run: {tmp}/a-file is not a folder"),
+        (["--out", "/proc/cursorbench/run"], "cannot create a folder in /proc"),
+        (["--out", ""], "Invalid value for '--out': an empty path"),
+        (["--price-input", "-5"], "Invalid value for '--price-input': Input should be greater"),
+        (["--price-output", "inf"], "Invalid value for '--price-output': Input should be a finite"),
+        (["--temperature", "-1"], "Invalid value for '--temperature': Input should be greater"),
+        (["--temperature", "nan"], "Invalid value for '--temperature': Input should be a finite"),
+        (["--request-timeout", "0"], "Invalid value for '--request-timeout': Input should be"),
+        (["--request-timeout", "inf"], "Invalid value for '--request-timeout': Input should be"),
+        (["--retry-backoff", "-1"], "Invalid value for '--retry-backoff'"),
+        (["--concurrency", "0"], "Invalid value for '--concurrency'"),
+        (["--prices", "{tmp}/not-yaml.yaml"], "{tmp}/not-yaml.yaml: not a price table"),
+        (["--prices", "{tmp}/missing.yaml"], "{tmp}/missing.yaml: not a price table"),
+        (["--base-url", "localhost:8000/v1", "--model", "m"], "is not an http:// or https:// URL"),
     ],
 )
 def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "not-yaml.yaml").write_text("{{ not: [yaml\n")
+    args = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
     done = cursorbench("run", "--out", str(tmp_path / "run"), *args)
-    assert done.returncode == 2
-    assert message in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert message.replace("{tmp}", str(tmp_path)) in done.stderr
+    assert done.stderr.startswith("error: ")
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()
+    assert not list(tmp_path.glob("**/.cursorbench-probe-*"))
 
 
 def test_a_malformed_task_file_names_the_file_and_field(tmp_path: Path) -> None:
@@ -192,12 +295,87 @@ def test_show_prints_a_finished_run(tmp_path: Path, serve) -> None:
     assert missing.returncode == 2 and "not a run folder" in missing.stderr
 
 
+def test_show_says_a_run_cut_short_is_partial(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    args = ["--base-url", serve(DoneOnlyDouble()), "--model", "done-only-double",
+            "--tasks", "textkit-*", "--epochs", "2", "--out", str(out)]  # fmt: skip
+    assert cursorbench("run", *args).returncode == 0
+    attempts = out / "attempts.jsonl"
+    attempts.write_text(attempts.read_text().splitlines(keepends=True)[0])  # as after a kill
+    shown = cursorbench("show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "PARTIAL: 1 of 4 attempts finished" in shown.stdout
+    assert "0/1 (0%) of those finished, 0/4 (0%) of those planned" in shown.stdout
+    assert "0/4 planned (0%)" in shown.stdout  # the table's footer
+
+
+def test_estimated_token_counts_are_marked(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    double = ScriptedDouble([Reply(content="done", report_usage=False)])
+    done = cursorbench(
+        "run", "--base-url", serve(double), "--model", "scripted-double",
+        "--tasks", "textkit-slugify", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tokens_estimated"] is True and summary["estimated_calls"] == 1
+    (line,) = attempt_lines(out)
+    tokens = line["usage"]["tokens_in"] + line["usage"]["tokens_out"]
+    assert f"~{tokens:,}" in done.stdout
+    assert "~ estimated: the endpoint reported no usage" in done.stdout
+    assert "PARTIAL" not in done.stdout
+
+
 def test_tasks_list_and_show() -> None:
     listed = cursorbench("tasks", "list")
     assert listed.returncode == 0 and "textkit-slugify" in listed.stdout
     shown = cursorbench("tasks", "show", "textkit-slugify")
     assert shown.returncode == 0
     assert json.loads(shown.stdout)["id"] == "textkit-slugify"
+    several = cursorbench("tasks", "show", "textkit-*")
+    assert several.returncode == 2
+    assert several.stderr == (
+        "error: 'textkit-*' matches 2 tasks (textkit-case-styles, textkit-slugify); name one\n"
+    )
+
+
+def suite_with_bad_files(folder: Path) -> tuple[Path, Path]:
+    """A task folder holding the bundled textkit-slugify and two bad task files."""
+    import yaml
+
+    from cursorbench.loader import bundled_suite
+
+    folder.mkdir()
+    bundled = bundled_suite() / "tasks" / "textkit-slugify.yaml"
+    data = yaml.safe_load(bundled.read_text())
+    data["source"]["path"] = str((bundled.parent / data["source"]["path"]).resolve())
+    (folder / "good.yaml").write_text(yaml.safe_dump(data))
+    no_source = folder / "no-source.yaml"
+    no_source.write_text("id: broken\nsuite_version: '1'\ncategory: new_feature\nprompt: hi\n")
+    not_yaml = folder / "not-yaml.yaml"
+    not_yaml.write_text("id: [unclosed\n")
+    return no_source, not_yaml
+
+
+def test_tasks_list_lists_the_good_files_and_reports_every_bad_one(tmp_path: Path) -> None:
+    no_source, not_yaml = suite_with_bad_files(tmp_path / "suite")
+    listed = cursorbench("tasks", "list", "--tasks", str(tmp_path / "suite"))
+    assert listed.returncode == 2
+    assert "textkit-slugify" in listed.stdout
+    lines = listed.stderr.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"error: {no_source}: source: Field required")
+    assert lines[1].startswith(f"error: {not_yaml}: not valid YAML")
+
+
+def test_tasks_validate_reports_every_bad_file_then_checks_the_good_ones(tmp_path: Path) -> None:
+    no_source, not_yaml = suite_with_bad_files(tmp_path / "suite")
+    checked = cursorbench("tasks", "validate", "--tasks", str(tmp_path / "suite"), "--repeat", "1")
+    assert checked.returncode == 2
+    lines = checked.stderr.splitlines()
+    assert [line.split(":")[1].strip() for line in lines] == [str(no_source), str(not_yaml)]
+    assert "ok textkit-slugify" in checked.stdout
+    assert "Traceback" not in checked.stderr
 
 
 def test_a_run_folder_in_use_is_refused(tmp_path: Path, serve) -> None:
@@ -207,7 +385,7 @@ def test_a_run_folder_in_use_is_refused(tmp_path: Path, serve) -> None:
     holder = RunDir(out)
     holder.lock()
     url = serve(DoneOnlyDouble())
-    done = cursorbench("run", "--base-url", url, "--model", "m", "--out", str(out))
+    done = cursorbench("run", "--base-url", url, "--model", "done-only-double", "--out", str(out))
     assert done.returncode == 2
     assert "in use by another cursorbench run" in done.stderr
 
@@ -239,10 +417,10 @@ def test_retry_errors_reruns_only_the_errored_attempts(tmp_path: Path, serve) ->
     args = ["run", "--base-url", serve(endpoint), "--model", "recovering-double",
             "--tasks", "textkit-*", "--out", str(out), "--db", db,
             "--max-retries", "0"]  # fmt: skip
-    assert cursorbench(*args).returncode == 0
+    assert cursorbench(*args).returncode == 3  # every attempt ended in error
     assert {line["status"] for line in attempt_lines(out)} == {"error"}
     endpoint.down = False
-    assert cursorbench(*args).returncode == 0
+    assert cursorbench(*args).returncode == 3
     assert {line["status"] for line in attempt_lines(out)} == {"error"}  # plain resume: kept
     assert cursorbench(*args, "--retry-errors").returncode == 0
     lines = attempt_lines(out)

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursorbench.loader import TaskFileError, bundled_suite, load_task, load_tasks, select_tasks
+from cursorbench.loader import (
+    TaskFileError,
+    bundled_suite,
+    load_task,
+    load_tasks,
+    load_tasks_reporting,
+    select_tasks,
+)
 from cursorbench.task import Category, FolderSource, PackageSource
 
 BUNDLED = bundled_suite() / "tasks" / "textkit-slugify.yaml"
@@ -80,6 +87,19 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
     (tmp_path / "copy.yaml").write_text(first.read_text())
     with pytest.raises(TaskFileError, match="also in"):
         load_tasks([tmp_path])
+
+
+def test_reporting_loads_the_good_files_and_names_every_bad_one(tmp_path: Path) -> None:
+    first = write_variant(tmp_path, {})
+    (tmp_path / "copy.yaml").write_text(first.read_text())
+    (tmp_path / "broken.yaml").write_text("id: [unclosed\n")
+    tasks, problems = load_tasks_reporting([tmp_path, tmp_path / "missing"])
+    assert [task.id for task in tasks] == ["textkit-slugify"]
+    assert problems[0].startswith(f"{tmp_path / 'broken.yaml'}: not valid YAML")
+    assert problems[1].startswith(f"{tmp_path / 'task.yaml'}: task id 'textkit-slugify' also in")
+    assert problems[2] == f"{tmp_path / 'missing'}: no such task file or folder"
+    with pytest.raises(TaskFileError, match=r"not valid YAML .* \(and 2 more bad task files\)$"):
+        load_tasks([tmp_path, tmp_path / "missing"])
 
 
 def test_selection_by_glob_and_unknown_ids() -> None:

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from harness.doubles import DoneOnlyDouble
-from harness.openai_server import OpenAIServer, RawReply, Reply, Responder
+from harness.openai_server import (
+    AnswersModels,
+    OpenAIServer,
+    RawReply,
+    Reply,
+    Responder,
+    models_list_reply,
+)
 
 
 class Switch:
@@ -23,6 +30,11 @@ class Switch:
 
     def respond(self, request: dict[str, Any]) -> Reply | RawReply:
         return self.target.respond(request)
+
+    def models_reply(self) -> RawReply:
+        if isinstance(self.target, AnswersModels):
+            return self.target.models_reply()
+        return models_list_reply(self.target.models)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from harness.agent import MAX_MALFORMED_REPLIES, AgentOutcome, run_agent
+from harness.agent import (
+    MAX_MALFORMED_REPLIES,
+    MAX_TOOL_CALLS,
+    MAX_TOOL_CALLS_PER_REPLY,
+    TRUNCATED_NOTE,
+    AgentOutcome,
+    run_agent,
+)
 from harness.doubles import FailingDouble, ScriptedDouble
 from harness.model import OpenAIChatModel, RetryPolicy
 from harness.openai_server import RawReply, Reply, error_reply
@@ -68,7 +75,9 @@ def agent(
 ) -> Callable[..., tuple[AgentOutcome, list[dict[str, Any]]]]:
     """Runs the loop against a responder; returns the outcome and the trajectory records."""
 
-    def go(responder: Any, limits: Limits | None = None) -> tuple[AgentOutcome, list[dict]]:
+    def go(
+        responder: Any, limits: Limits | None = None, **budgets: int
+    ) -> tuple[AgentOutcome, list[dict]]:
         model = OpenAIChatModel(
             name=responder.models[0],
             base_url=serve_fast(responder),
@@ -78,7 +87,9 @@ def agent(
         )
         path = tmp_path / "trajectory.jsonl"
         with Trajectory(path, {"task_id": "t", "epoch": 0}) as trajectory:
-            outcome = run_agent(model, sandbox, "Set VALUE to 2.", limits or Limits(), trajectory)
+            outcome = run_agent(
+                model, sandbox, "Set VALUE to 2.", limits or Limits(), trajectory, **budgets
+            )
         return outcome, read_trajectory(path)
 
     return go
@@ -184,38 +195,78 @@ def test_wall_time_stops_a_long_command(agent: Any) -> None:
     assert tool_outputs and tool_outputs[0].startswith("[timed out after 1s")
 
 
-class Hanging:
-    """Answers every request too late."""
+class Slow:
+    """Answers each request after `delay_s`, the first `failures` of them with a 500."""
 
-    models = ["hanging"]
+    models = ["slow"]
 
-    def __init__(self, delay_s: float) -> None:
+    def __init__(self, delay_s: float, reply: Reply, failures: int = 0) -> None:
         self.delay_s = delay_s
+        self.reply = reply
+        self.failures = failures
         self.requests = 0
 
-    def respond(self, request: dict[str, Any]) -> Reply:
+    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
         self.requests += 1
         time.sleep(self.delay_s)
-        return Reply(content="too late")
+        return error_reply(500, "busy") if self.requests <= self.failures else self.reply
 
 
-def test_a_hanging_endpoint_does_not_overrun_the_wall_time(
+def run_against(
+    responder: Any, sandbox: Sandbox, path: Path, limits: Limits, **model_options: Any
+) -> AgentOutcome:
+    model = OpenAIChatModel(
+        name=responder.models[0], api_key="sk-test", price=None, **model_options
+    )
+    with Trajectory(path, {}) as trajectory:
+        return run_agent(model, sandbox, "x", limits, trajectory)
+
+
+def test_a_hanging_endpoint_is_a_model_api_error_never_the_agents_timeout(
     serve_fast: Serve, sandbox: Sandbox, tmp_path: Path
 ) -> None:
-    responder = Hanging(delay_s=2.0)
-    model = OpenAIChatModel(
-        name="hanging",
-        base_url=serve_fast(responder),
-        api_key="sk-test",
-        price=None,
-        retry=RetryPolicy(max_retries=2, backoff_s=0.0),
-    )
+    responder = Slow(delay_s=3.0, reply=Reply(content="too late"))
     started = time.monotonic()
-    with Trajectory(tmp_path / "t.jsonl", {}) as trajectory:
-        outcome = run_agent(model, sandbox, "x", Limits(wall_time_s=1), trajectory)
+    outcome = run_against(
+        responder, sandbox, tmp_path / "t.jsonl", Limits(wall_time_s=0.5),
+        base_url=serve_fast(responder), request_timeout_s=0.3,
+        retry=RetryPolicy(max_retries=2, backoff_s=0.0),
+    )  # fmt: skip
     elapsed = time.monotonic() - started
+    assert outcome.failure is Failure.MODEL_API_ERROR
+    assert outcome.message == "timeout after 2 retries: no reply within 0.3s"
+    assert outcome.usage.retries == 2 and responder.requests == 3
+    assert elapsed < 2.0, f"ran {elapsed:.1f}s"
+
+
+def test_time_spent_on_retries_is_not_charged_to_the_agent(
+    serve_fast: Serve, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    finish = Reply(tool_calls=[("finish", {"summary": "ok"})])
+    responder = Slow(delay_s=0.3, reply=finish, failures=2)
+    outcome = run_against(
+        responder, sandbox, tmp_path / "t.jsonl", Limits(wall_time_s=0.8),
+        base_url=serve_fast(responder), retry=RetryPolicy(max_retries=2, backoff_s=0.2),
+    )  # fmt: skip
+    # Two failed tries (0.3 s each) and two backoffs (0.1-0.4 s) take longer than the
+    # agent's 0.8 s; only the good try's 0.3 s is the agent's.
+    assert outcome.failure is None, outcome.message
+    assert outcome.usage.retries == 2
+    assert outcome.usage.wait_s >= 0.7
+
+
+def test_a_reply_that_comes_after_the_wall_time_is_not_acted_on(
+    serve_fast: Serve, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    write = Reply(tool_calls=[("write_file", {"path": "late.txt", "content": "x"})])
+    responder = Slow(delay_s=0.8, reply=write)
+    outcome = run_against(
+        responder, sandbox, tmp_path / "t.jsonl", Limits(wall_time_s=0.5),
+        base_url=serve_fast(responder), request_timeout_s=5,
+    )  # fmt: skip
     assert outcome.failure is Failure.AGENT_TIMEOUT
-    assert elapsed < 2.0, f"ran {elapsed:.1f}s against a 1s wall time ({responder.requests} tries)"
+    assert outcome.turns == 1 and outcome.tool_calls == 0
+    assert "late.txt" not in sandbox.diff()
 
 
 def test_three_malformed_replies_in_a_row_is_a_format_error(agent: Any) -> None:
@@ -254,6 +305,41 @@ def test_tool_errors_that_are_not_malformed_do_not_count(agent: Any) -> None:
     assert outcome.turns == 5
 
 
+def test_calls_past_the_per_reply_budget_are_skipped_but_answered(
+    agent: Any, sandbox: Sandbox
+) -> None:
+    flood = Reply(tool_calls=[("run", {"command": f"echo {n} >> calls.txt"}) for n in range(8)])
+    responder = Recording([flood, Reply(content="done")])
+    outcome, records = agent(responder, max_tool_calls_per_reply=3)
+    assert outcome.failure is None
+    assert outcome.tool_calls == 3
+    assert sandbox.read("calls.txt") == "0\n1\n2\n"
+    _, second = responder.requests
+    assistant, *results = second["messages"][2:]
+    assert [r["tool_call_id"] for r in results] == [c["id"] for c in assistant["tool_calls"]]
+    skipped = [r["content"] for r in results[3:]]
+    assert len(skipped) == 5
+    assert all("this reply made 8 tool calls, more than the 3 allowed" in s for s in skipped)
+    assert all(r["content"].startswith("[exit code 0]") for r in results[:3])
+    tools = [r for r in records if r["type"] == "tool"]
+    assert [bool(t.get("skipped")) for t in tools] == [False] * 3 + [True] * 5
+
+
+def test_calls_past_the_attempt_budget_end_it_as_a_tool_call_limit(agent: Any) -> None:
+    responder = Forever(Reply(tool_calls=[("list_dir", {})] * 4))
+    outcome, records = agent(responder, max_tool_calls=10)
+    assert outcome.failure is Failure.TOOL_CALL_LIMIT
+    assert outcome.failure.status.value == "failed"
+    assert outcome.message == "10 tool calls"
+    assert outcome.tool_calls == 10
+    assert outcome.turns == 3
+    assert records[-1]["failure"] == "tool_call_limit"
+
+
+def test_the_default_tool_call_budgets() -> None:
+    assert (MAX_TOOL_CALLS_PER_REPLY, MAX_TOOL_CALLS) == (25, 500)
+
+
 def test_failing_endpoint_is_a_model_api_error(agent: Any) -> None:
     outcome, records = agent(FailingDouble(500))
     assert outcome.failure is Failure.MODEL_API_ERROR
@@ -276,6 +362,36 @@ def test_context_overflow(agent: Any) -> None:
     assert outcome.failure is Failure.CONTEXT_OVERFLOW
     assert "maximum context length" in outcome.message
     assert outcome.turns == 1
+
+
+def test_a_reply_cut_off_without_tool_calls_does_not_end_the_attempt(agent: Any) -> None:
+    cut = Reply(content="First I will read app.py and th", finish_reason="length")
+    responder = Recording([cut, Reply(tool_calls=[("finish", {"summary": "ok"})])])
+    outcome, records = agent(responder)
+    assert outcome.failure is None and outcome.message == "ok"
+    assert outcome.turns == 2
+    assert outcome.usage.truncated_replies == 1
+    _, second = responder.requests
+    assert second["messages"][-1] == {"role": "user", "content": TRUNCATED_NOTE}
+    models = [r for r in records if r["type"] == "model"]
+    assert [m["finish_reason"] for m in models] == ["length", "tool_calls"]
+    assert models[0]["usage"]["truncated_replies"] == 1
+    assert kinds(records)[3:6] == ["model", "message", "model"]
+
+
+def test_a_reply_cut_off_in_a_tool_call_gets_a_tool_error_then_the_note(agent: Any) -> None:
+    cut = Reply(
+        tool_calls=[("write_file", '{"path": "app.py", "content": "VAL')], finish_reason="length"
+    )
+    responder = Recording([cut, Reply(content="giving up")])
+    outcome, _ = agent(responder)
+    assert outcome.usage.truncated_replies == 1
+    _, second = responder.requests
+    assistant, tool, note = second["messages"][2:]
+    assert tool["tool_call_id"] == assistant["tool_calls"][0]["id"]
+    assert tool["content"].startswith("error: arguments for write_file are not valid JSON")
+    assert note == {"role": "user", "content": TRUNCATED_NOTE}
+    assert TRUNCATED_NOTE.startswith("Your last reply was cut off at the output token limit")
 
 
 def test_trajectory_file_parses_line_by_line(agent: Any, tmp_path: Path) -> None:

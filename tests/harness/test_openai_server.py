@@ -64,6 +64,19 @@ def test_official_client_lists_models(serve: Serve) -> None:
     assert [model.id for model in models.data] == ["echo-1", "echo-2"]
 
 
+def test_a_failing_double_fails_the_model_list_unless_it_lists_models(serve: Serve) -> None:
+    assert http("GET", serve(FailingDouble(401)) + "/models")[0] == 401
+    status, body = http("GET", serve(FailingDouble(500, lists_models=True)) + "/models")
+    assert (status, [model["id"] for model in body["data"]]) == (200, ["failing-double"])
+
+
+def test_a_reply_can_be_cut_off_and_carry_no_usage() -> None:
+    cut = completion_body(Reply(content="and th", finish_reason="length", report_usage=False), {})
+    assert cut["choices"][0]["finish_reason"] == "length"
+    assert "usage" not in cut
+    assert "usage" in completion_body(Reply(content="done"), {})
+
+
 def test_official_client_gets_a_completion_with_tool_calls(serve: Serve) -> None:
     responder = Echo()
     completion = client(serve(responder)).chat.completions.create(

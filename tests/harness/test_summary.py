@@ -21,13 +21,16 @@ def attempt(
     cost: float = 0.0,
     turns: int = 0,
     wall: float = 0.0,
+    truncated: int = 0,
 ) -> AttemptResult:
     return AttemptResult(
         task_id=task,
         epoch=epoch,
         status=Status.RESOLVED if failure is None else failure.status,
         failure=failure,
-        usage=Usage(tokens_in=tokens[0], tokens_out=tokens[1], cost_usd=cost),
+        usage=Usage(
+            tokens_in=tokens[0], tokens_out=tokens[1], cost_usd=cost, truncated_replies=truncated
+        ),
         turns=turns,
         wall_time_s=wall,
         started_at=WHEN,
@@ -36,26 +39,35 @@ def attempt(
 
 
 RESULTS = [
-    attempt("b", 1, None, tokens=(100, 10), cost=0.1, turns=3, wall=1.25),
+    attempt("b", 1, None, tokens=(100, 10), cost=0.1, turns=3, wall=1.25, truncated=1),
     attempt("a", 0, Failure.TESTS_FAILED, tokens=(200, 20), cost=0.2, turns=5, wall=2.5),
     attempt("b", 0, None, tokens=(300, 30), cost=0.3, turns=7, wall=3.125),
     attempt("a", 1, Failure.MODEL_API_ERROR, tokens=(0, 0), turns=0, wall=0.5),
-    attempt("c", 0, Failure.TURN_LIMIT, tokens=(400, 40), cost=0.0000004, turns=50, wall=10.0),
+    attempt(
+        "c", 0, Failure.TURN_LIMIT, tokens=(400, 40), cost=4e-7, turns=50, wall=10, truncated=2
+    ),
 ]
 
 
 def test_summarize_values() -> None:
-    summary = summarize(RESULTS)
+    summary = summarize(RESULTS, planned=5)
     assert summary == {
+        "planned": 5,
+        "finished": 5,
+        "complete": True,
         "attempts": 5,
         "resolved": 2,
         "failed": 2,
         "errors": 1,
         "resolved_rate": 0.4,
+        "resolved_rate_planned": 0.4,
         "resolved_rate_judged": 0.5,
         "failures": {"tests_failed": 1, "model_api_error": 1, "turn_limit": 1},
         "tokens_in": 1000,
         "tokens_out": 100,
+        "tokens_estimated": False,
+        "estimated_calls": 0,
+        "truncated_replies": 3,
         "cost_usd": pytest.approx(0.6000004),
         "turns": 65,
         "wall_time_s": 17.375,
@@ -69,9 +81,27 @@ def test_summarize_values() -> None:
     assert list(summary["per_task"]) == ["a", "b", "c"]
 
 
+def test_a_partial_run_says_so_and_rates_against_the_plan() -> None:
+    done = [attempt("a", 0, None), attempt("a", 1, None), attempt("b", 0, None)]
+    summary = summarize(done, planned=12)
+    assert (summary["planned"], summary["finished"], summary["complete"]) == (12, 3, False)
+    assert summary["resolved_rate"] == 1.0
+    assert summary["resolved_rate_planned"] == 0.25
+
+
+def test_estimated_tokens_are_flagged() -> None:
+    guessed = attempt("a", 0, None, tokens=(40, 4))
+    guessed.usage.estimated_calls = 2
+    summary = summarize([guessed, attempt("b", 0, None)], planned=2)
+    assert summary["tokens_estimated"] is True
+    assert summary["estimated_calls"] == 2
+
+
 def test_summarize_nothing() -> None:
-    summary = summarize([])
+    summary = summarize([], planned=0)
     assert summary["attempts"] == 0
+    assert summary["complete"] is True
+    assert summary["resolved_rate_planned"] == 0.0
     assert summary["resolved_rate"] == 0.0
     assert summary["resolved_rate_judged"] == 0.0
     assert summary["failures"] == {}
@@ -80,7 +110,7 @@ def test_summarize_nothing() -> None:
 
 def test_summarize_only_errors() -> None:
     summary = summarize(
-        [attempt("a", 0, Failure.INFRA_ERROR), attempt("a", 1, Failure.INFRA_ERROR)]
+        [attempt("a", 0, Failure.INFRA_ERROR), attempt("a", 1, Failure.INFRA_ERROR)], planned=2
     )
     assert summary["errors"] == 2
     assert summary["failed"] == 0
@@ -91,13 +121,14 @@ def test_summarize_only_errors() -> None:
 
 def test_cost_is_rounded_to_micro_dollars() -> None:
     summary = summarize(
-        [attempt("a", 0, None, cost=0.1234566), attempt("a", 1, None, cost=0.0000001)]
+        [attempt("a", 0, None, cost=0.1234566), attempt("a", 1, None, cost=0.0000001)], planned=2
     )
     assert summary["cost_usd"] == 0.123457
 
 
 def test_every_failure_maps_to_one_status() -> None:
     errors = {failure for failure in Failure if failure.status is Status.ERROR}
+    assert Failure.TOOL_CALL_LIMIT.status is Status.FAILED
     assert errors == {Failure.MODEL_API_ERROR, Failure.INFRA_ERROR}
     assert all(failure.status is Status.FAILED for failure in set(Failure) - errors)
 
@@ -118,8 +149,8 @@ def test_pass_at_k_over_tasks_and_epochs() -> None:
         attempt("b", 0, failed),
         attempt("b", 1, failed),
     ]
-    assert summarize(results)["pass_at_k"] == {
+    assert summarize(results, planned=4)["pass_at_k"] == {
         "1": pytest.approx((0.5 + 0.0) / 2),
         "2": pytest.approx((1.0 + 0.0) / 2),
     }
-    assert summarize([])["pass_at_k"] == {}
+    assert summarize([], planned=0)["pass_at_k"] == {}
