@@ -39,6 +39,7 @@ from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, Sandb
 from harness.spec import PreparedTask, Verification
 
 EMPTY_CONFIG = ".cursorbench-pytest.ini"
+PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no plugin loads unless the config asks
 
 
 @dataclass
@@ -147,9 +148,8 @@ def grade(
         sandbox.apply_patch(change.patch)
         config = pytest_config(task.workspace) or EMPTY_CONFIG
         argv = pytest_argv(check.test_args, sandbox.root, f"{sandbox.root}/{config}")
-        done = sandbox.execute(
-            argv, timeout=task.limits.test_timeout_s, read_only=True, report=True
-        )
+        timeout = task.limits.test_timeout_s
+        done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
     except PatchRejected as error:
         return _early(Failure.PATCH_REJECTED, str(error), change, started)
     except ResourceLimitExceeded as error:

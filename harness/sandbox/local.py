@@ -178,7 +178,7 @@ class LocalSandbox:
                 done = run_process(
                     wrapped.argv,
                     cwd=self.host_workspace if not self.jail.confined else Path("/"),
-                    env=dict(env) if env is not None else scrubbed_env(home),
+                    env=scrubbed_env(home) | dict(env or {}),
                     timeout=timeout,
                     report=report,
                     stdin=stdin,
@@ -297,7 +297,7 @@ class LocalSandbox:
         if not patch.strip():
             return
         data = patch.encode("utf-8", "surrogateescape")
-        env = scrubbed_env(self.jail.tmp_path(self._scratch)) | {"GIT_CEILING_DIRECTORIES": "/"}
+        env = {"GIT_CEILING_DIRECTORIES": "/"}
         done = self.execute(apply_command(), timeout=SERVICE_TIMEOUT_S, stdin=data, env=env)
         if done.exit_code != 0:
             raise PatchRejected(f"the change does not apply: {_last_line(done.output)}")

@@ -63,7 +63,7 @@ class Sandbox(Protocol):
         """Runs argv in the workspace. `read_only` mounts the workspace read-only; with
         `report`, REPORT_PLACEHOLDER in argv names an append-only path whose bytes come back
         as `Completed.report`; `output_cap` keeps the whole output up to that many bytes
-        (the command is killed beyond it)."""
+        (the command is killed beyond it); `env` adds to the sandbox's scrubbed environment."""
         ...
 
     def read(self, path: str) -> str: ...
