@@ -34,6 +34,7 @@ from harness.results import AttemptResult, Status, in_order
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
+from harness.sandbox.local import close_open_sandboxes
 from harness.sandbox.process import kill_running_commands
 from leaderboard import StoreError
 
@@ -137,6 +138,7 @@ def run(
                 outcome = runner.execute(on_result=bar)
         except RunInterrupted as stop:
             kill_running_commands()
+            close_open_sandboxes()  # their mounts and cgroups would outlive this process
             errors.print(f"{stop}; run the same command again to resume")
             sys.stderr.flush()
             # Attempts still in flight hold worker threads that the interpreter would

@@ -35,6 +35,7 @@ from harness.sandbox.limits import (
     cgroups_available,
     cgroups_unavailable_reason,
     protect_harness,
+    sweep_stale_cgroups,
 )
 from harness.spec import PreparedTask
 
@@ -220,6 +221,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     slots = threading.Semaphore(request.max_sandbox_commands or (os.cpu_count() or 2))
     sandboxes = open_backend(backend, SandboxSettings(hidden=hidden, command_slots=slots))
     protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
+    sweep_stale_cgroups()  # left by runs killed before they could close their sandboxes
     if sandboxes.confined and not cgroups_available():
         reason = cgroups_unavailable_reason() or "cgroups are not writable here"
         warnings.append(f"no memory, process or disk limits per attempt: {reason}")

@@ -3,7 +3,7 @@
 Code under test runs in the same process as pytest, so it can patch pytest's
 reporting, or read the calling test's frame and source to return whatever the
 assert expects. Neither can be prevented from inside Python; both can be
-detected. At each grading, each hidden test module gets, appended at its end
+detected. At each grading, each hidden test module gets, placed among its tests
 (existing tests keep their ids):
 
 - a copy of one of its tests with the expected value of a top-level
@@ -99,10 +99,15 @@ def _replacement(original: ast.expr, rng: random.Random) -> ast.Constant:
 
 
 def _name(rng: random.Random, taken: set[str]) -> str:
-    while True:
-        name = f"test_{rng.choice(_WORDS)}_{rng.choice(_WORDS)}_{rng.getrandbits(24):06x}"
+    """A test name made of words the module's own test names use, so it blends in."""
+    words = sorted({w for name in taken for w in name.split("_") if w and w != "test"})
+    pool = words if len(words) >= 4 else [*words, *_WORDS]
+    for attempt in range(1000):
+        size = 2 + attempt // 200  # longer names once short ones run out
+        name = "test_" + "_".join(rng.sample(pool, min(size, len(pool))))
         if name not in taken:
             return name
+    raise ValueError("no free test name")
 
 
 def _mutated_copy(function: ast.FunctionDef, index: int, name: str, rng: random.Random) -> str:
@@ -119,8 +124,21 @@ def _mutated_copy(function: ast.FunctionDef, index: int, name: str, rng: random.
     return ast.unparse(ast.fix_missing_locations(clone))
 
 
+def _insert_after(text: str, insertions: list[tuple[int, str]]) -> str:
+    """`text` with each snippet placed after its line (1-based), surrounded by blank lines."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    for line, snippet in sorted(insertions, key=lambda item: item[0], reverse=True):
+        lines[line:line] = ["\n\n", snippet + "\n"]
+    return "".join(lines)
+
+
 def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
-    """Canaries for hidden test modules given as {relative path: text}."""
+    """Canaries for hidden test modules given as {relative path: text}.
+
+    Each canary goes right after a test of the module (the copy after its original, whose
+    decorators' names are defined by then), so canaries sit among the real tests."""
     files: dict[str, str] = {}
     names: dict[str, list[str]] = {}
     plain_done = False
@@ -139,18 +157,20 @@ def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
         ]
         candidates = [(f, i) for f in functions if (i := _candidate(f)) is not None]
-        added: list[str] = []
+        added: list[tuple[int, str]] = []
         if candidates:
             function, index = rng.choice(candidates)
             name = _name(rng, taken)
             taken.add(name)
-            added.append(_mutated_copy(function, index, name, rng))
+            added.append((function.end_lineno or 0, _mutated_copy(function, index, name, rng)))
             names.setdefault(path, []).append(name)
         if not plain_done and functions:
             name = _name(rng, taken)
-            added.append(f"def {name}():\n    assert {_token(rng)!r} == {_token(rng)!r}")
+            taken.add(name)
+            after = rng.choice(functions).end_lineno or 0
+            added.append((after, f"def {name}():\n    assert {_token(rng)!r} == {_token(rng)!r}"))
             names.setdefault(path, []).append(name)
             plain_done = True
         if added:
-            files[path] = text.rstrip("\n") + "\n\n\n" + "\n\n\n".join(added) + "\n"
+            files[path] = _insert_after(text, added)
     return Canaries(files, names)

@@ -26,6 +26,7 @@ from harness.model import ChatModel
 from harness.results import Attempt, AttemptResult, RunInfo, Status, in_order
 from harness.rundir import RunDir
 from harness.sandbox import SandboxBackend
+from harness.sandbox.local import remove_tree
 from harness.spec import PreparedTask
 from harness.summary import summarize
 
@@ -121,6 +122,8 @@ class Runner:
             run_dir=run_dir.path,
             keep_workspaces=options.keep_workspaces,
         )
+        if not options.keep_workspaces:  # what a killed earlier process of this run left
+            remove_tree(self.environment.work_dir)
 
     def _fresh_run_info(self, backend: SandboxBackend) -> RunInfo:
         return RunInfo(

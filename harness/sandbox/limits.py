@@ -320,6 +320,14 @@ class SandboxCgroup:
         self._create()
         self._seen = self._counters()
 
+    @classmethod
+    def adopt(cls, name: str, parents: Parents) -> SandboxCgroup:
+        """An existing group by name (left by a killed process), to close it."""
+        group = cls.__new__(cls)
+        group.name, group.version, group.closed = name, parents.version, False
+        group.memory_dir, group.pids_dir = parents.memory / name, parents.pids / name
+        return group
+
     @property
     def folders(self) -> list[Path]:
         """The group's folders: two on cgroup v1, one on v2."""
@@ -580,3 +588,49 @@ def disk_usage(path: Path) -> DiskUsage:
 def disk_full(path: Path) -> bool:
     """True when the file system holding `path` has no room left for another block."""
     return disk_usage(path).free_bytes == 0
+
+
+# --- leftovers of processes that were killed ------------------------------------------------
+
+
+def unmount_all_under(root: Path) -> int:
+    """Unmounts every workspace tmpfs at or below `root` (a killed run leaves them mounted);
+    returns how many."""
+    prefix = str(root.resolve())
+    targets = []
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        head, _, tail = line.partition(" - ")
+        fields, tail_fields = head.split(), tail.split()
+        if len(fields) < 5 or len(tail_fields) < 2 or _unescape(tail_fields[1]) != WORKSPACE_SOURCE:
+            continue
+        target = _unescape(fields[4])
+        if target == prefix or target.startswith(prefix + "/"):
+            targets.append(target)
+    count = 0
+    for target in sorted(set(targets), key=len, reverse=True):  # deepest first
+        if _libc().umount2(target.encode(), MNT_DETACH) == 0:
+            count += 1
+    return count
+
+
+def sweep_stale_cgroups() -> int:
+    """Removes the sandbox groups of harness processes that no longer exist (killed with
+    SIGKILL before they could close them), killing whatever is left inside; returns how many."""
+    parents = _parents()
+    if isinstance(parents, str):
+        return 0
+    names = set()
+    for parent in {parents.memory, parents.pids}:
+        with contextlib.suppress(OSError):
+            names |= {entry.name for entry in parent.iterdir() if entry.is_dir()}
+    swept = 0
+    for name in sorted(names):
+        owner = name.split("-")
+        if len(owner) < 3 or owner[0] != "sandbox" or not owner[1].isdigit():
+            continue
+        if Path(f"/proc/{owner[1]}").exists():
+            continue  # its harness is alive (or the pid was reused: leave it, to be safe)
+        with contextlib.suppress(CgroupError):
+            SandboxCgroup.adopt(name, parents).close()
+            swept += 1
+    return swept

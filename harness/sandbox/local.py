@@ -14,6 +14,7 @@ Two backends share this module: `bubblewrap` (`BubblewrapJail`, confined) and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
@@ -38,12 +39,14 @@ from harness.sandbox.bubblewrap import (
     scrubbed_env,
 )
 from harness.sandbox.limits import (
+    CgroupError,
     ResourceLimits,
     SandboxCgroup,
     cgroups_available,
     disk_full,
     mount_workspace_tmpfs,
     unmount,
+    unmount_all_under,
 )
 from harness.sandbox.process import Completed, run_process
 from harness.sandbox.protocol import (
@@ -67,10 +70,25 @@ class SandboxSettings:
     command_slots: threading.Semaphore | None = field(default=None, compare=False)
 
 
+_open: set[LocalSandbox] = set()  # for closing what an interrupted run leaves open
+_open_lock = threading.Lock()
+
+
+def close_open_sandboxes() -> None:
+    """Closes every sandbox still open (an interrupted run): mounts, cgroups, folders."""
+    with _open_lock:
+        sandboxes = list(_open)
+    for sandbox in sandboxes:
+        sandbox.close()
+
+
 def remove_tree(path: Path) -> None:
-    """Deletes a tree however deep or odd, without following links; never raises."""
+    """Deletes a tree however deep or odd, without following links (workspace mounts left
+    by a killed run are unmounted first); never raises."""
     if not os.path.lexists(path):
         return
+    with contextlib.suppress(OSError):
+        unmount_all_under(path)
     subprocess.run(
         ["rm", "-rf", "--one-file-system", "--", str(path)],
         capture_output=True,
@@ -116,6 +134,8 @@ class LocalSandbox:
         self.baseline: Baseline | None = None
         remove_tree(folder)
         folder.mkdir(parents=True)
+        with _open_lock:
+            _open.add(self)
         try:
             self._prepare(source, overlay, track_changes)
         except BaseException:
@@ -303,11 +323,15 @@ class LocalSandbox:
             raise PatchRejected(f"the change does not apply: {_last_line(done.output)}")
 
     def close(self) -> None:
+        with _open_lock:
+            _open.discard(self)
         if self._cgroup is not None:
-            self._cgroup.close()
+            with contextlib.suppress(CgroupError):  # a stuck group must not stop the run
+                self._cgroup.close()
             self._cgroup = None
         if self._tmpfs:
-            unmount(self.host_workspace)
+            with contextlib.suppress(OSError):
+                unmount(self.host_workspace)
             self._tmpfs = False
         remove_tree(self.folder)
 

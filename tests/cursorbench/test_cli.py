@@ -231,6 +231,23 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     assert "PARTIAL" not in finished.stdout
     assert lines[: len(partial)] == partial  # nothing already written was redone
     assert db_rows(db) == sorted(keys)
+    # Nothing of the interrupted process is left: no workspace mounts, no cgroups.
+    assert workspace_mounts_under(tmp_path) == []
+    assert cgroups_of(process.pid) == []
+
+
+def workspace_mounts_under(root: Path) -> list[str]:
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    return [line for line in mounts if "cursorbench-workspace" in line and str(root) in line]
+
+
+def cgroups_of(pid: int) -> list[str]:
+    found = []
+    for parent in Path("/sys/fs/cgroup").glob("*/**/cursorbench"):
+        found += [
+            entry.name for entry in parent.iterdir() if entry.name.startswith(f"sandbox-{pid}-")
+        ]
+    return found
 
 
 @pytest.mark.parametrize(

@@ -62,19 +62,37 @@ def run_pytest(tmp_path: Path, calc: str, module: str) -> str:
     return done.stdout
 
 
-def test_existing_tests_keep_their_place_and_canaries_are_added() -> None:
+def added_lines(planted_text: str) -> str:
+    original = set(MODULE.splitlines())
+    return "\n".join(line for line in planted_text.splitlines() if line not in original)
+
+
+def test_existing_tests_stay_and_canaries_sit_among_them() -> None:
     planted = plant({"test_calc.py": MODULE, "notes.txt": "x"}, random.Random(1))
     text = planted.files["test_calc.py"]
-    assert text.startswith(MODULE.rstrip("\n"))
+    assert [line for line in text.splitlines() if line in MODULE.splitlines()] == [
+        line for line in MODULE.splitlines() if line
+    ] or set(MODULE.splitlines()) <= set(text.splitlines())
     assert list(planted.names) == ["test_calc.py"] and len(planted.names["test_calc.py"]) == 2
     for name in planted.names["test_calc.py"]:
         assert f"def {name}(" in text
+        assert name.removeprefix("test_").split("_")[0] in {
+            "add",
+            "name",
+            "flag",
+            "branchy",
+            "param",
+            "bool",
+            "method",
+        }
+    positions = [text.index(f"def {name}(") for name in planted.names["test_calc.py"]]
+    assert any(position < text.index("class TestInClass") for position in positions)
 
 
 def test_only_straight_line_tests_with_a_usable_literal_are_copied() -> None:
     for seed in range(30):
         planted = plant({"test_calc.py": MODULE}, random.Random(seed))
-        added = planted.files["test_calc.py"][len(MODULE.rstrip("\n")) :]
+        added = added_lines(planted.files["test_calc.py"])
         assert "return" not in added and "if " not in added  # test_branchy never copied
         assert "== True" not in added and "or True" not in added
         assert "self" not in added  # methods are not copied
