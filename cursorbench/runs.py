@@ -219,7 +219,10 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
         warnings=warnings,
     )
     slots = threading.Semaphore(request.max_sandbox_commands or (os.cpu_count() or 2))
-    sandboxes = open_backend(backend, SandboxSettings(hidden=hidden, command_slots=slots))
+    settings = SandboxSettings(
+        hidden=hidden, command_slots=slots, keep_files=request.keep_workspaces
+    )
+    sandboxes = open_backend(backend, settings)
     protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
     sweep_stale_cgroups()  # left by runs killed before they could close their sandboxes
     if sandboxes.confined and not cgroups_available():

@@ -80,9 +80,8 @@ def _attempt(
         if outcome.failure is not None:
             return base | _failed(outcome.failure, outcome.message)
         patch = sandbox.diff()
-        if not env.keep_workspaces:
-            sandbox.close()
-            sandbox = None
+        sandbox.close()  # before grading: its memory and processes are freed
+        sandbox = None
         added, removed = diff_stats(patch)
         base |= {"diff_lines_added": added, "diff_lines_removed": removed}
         base["flags"] = scan(patch, task.verification.protected_paths)
@@ -108,7 +107,7 @@ def _attempt(
         trajectory.write("exception", traceback=traceback.format_exc())
         return base | _failed(Failure.INFRA_ERROR, f"{type(error).__name__}: {error}")
     finally:
-        if sandbox is not None and not env.keep_workspaces:
+        if sandbox is not None:
             sandbox.close()
         if not env.keep_workspaces:
             remove_tree(scratch)

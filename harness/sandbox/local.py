@@ -68,6 +68,7 @@ class SandboxSettings:
     hidden: tuple[Path, ...] = ()
     limits: ResourceLimits = field(default_factory=ResourceLimits)
     command_slots: threading.Semaphore | None = field(default=None, compare=False)
+    keep_files: bool = False  # debugging: workspaces stay on disk after close (no tmpfs)
 
 
 _open: set[LocalSandbox] = set()  # for closing what an interrupted run leaves open
@@ -146,7 +147,7 @@ class LocalSandbox:
         jail, folder = self.jail, self.folder
         self.host_workspace.mkdir()
         self._scratch.mkdir()
-        if jail.confined:
+        if jail.confined and not self.settings.keep_files:
             self._tmpfs = mount_workspace_tmpfs(self.host_workspace, self.limits.disk_bytes)
         _copy_into(source, self.host_workspace)
         if overlay is not None:
@@ -333,7 +334,8 @@ class LocalSandbox:
             with contextlib.suppress(OSError):
                 unmount(self.host_workspace)
             self._tmpfs = False
-        remove_tree(self.folder)
+        if not self.settings.keep_files:
+            remove_tree(self.folder)
 
 
 class LocalBackend:
