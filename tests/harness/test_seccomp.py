@@ -51,8 +51,9 @@ def bwrap_argv(argv: list[str], seccomp_fd: int | None) -> list[str]:
         link = Path("/") / name
         if link.is_symlink():
             command += ["--symlink", os.readlink(link), str(link)]
-    command += ["--ro-bind", "/etc", "/etc", *python_binds()]
+    command += ["--ro-bind", "/etc", "/etc"]
     command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    command += python_binds()  # after /tmp's tmpfs: an environment under /tmp (a CI clone) shows
     command += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent"]
     command += ["--cap-drop", "ALL", "--setenv", "PATH", f"{Path(sys.executable).parent}:/usr/bin"]
     if seccomp_fd is not None:
