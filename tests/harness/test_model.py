@@ -193,7 +193,7 @@ def test_waiting_for_a_free_connection_is_waiting_not_latency(serve_fast: Serve)
     threading.Timer(0.5, slots.release).start()
     model = model_for(serve_fast(Sequence(Reply(content="ok"))), connection_slots=slots)
     reply = model.complete(MESSAGES, [])
-    assert reply.usage.wait_s >= 0.45
+    assert reply.usage.wait_s >= 0.3  # the slot came free 0.5 s after the Timer started
     assert reply.usage.model_latency_s < 0.4
 
 

@@ -9,9 +9,11 @@ controls beside them show the grader still credits honest work.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -384,7 +386,7 @@ def test_resource_limits_stop_the_attacker_not_its_neighbour(red_team, attack: s
 SENDER = """
 import fcntl, os, socket, time
 held = []
-for path in ["/usr/bin/env", "/dev/null", os.__file__]:
+for path in ["/usr/bin/env", "/dev/null", os.__file__, "SHARED"]:
     f = open(path, "rb"); fcntl.flock(f, fcntl.LOCK_EX); fcntl.lockf(f, fcntl.LOCK_EX)
     held.append(f)
 s = socket.socket(socket.AF_UNIX); s.bind("\\0cursorbench-channel"); s.listen(1)
@@ -399,7 +401,7 @@ import fcntl, os, socket, struct, time
 seen = set()
 deadline = time.time() + 8
 while time.time() < deadline:
-    for path in ["/usr/bin/env", "/dev/null", os.__file__]:
+    for path in ["/usr/bin/env", "/dev/null", os.__file__, "SHARED"]:
         f = open(path, "rb")
         try: fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError: seen.add("flock " + path)
@@ -411,7 +413,6 @@ while time.time() < deadline:
         c = socket.socket(socket.AF_UNIX); c.connect("\\0cursorbench-channel"); seen.add("socket")
     except OSError: pass
     if os.path.exists("/dev/shm/cursorbench-channel"): seen.add("shm")
-    if "cursorbench" in open("/proc/locks").read(): seen.add("proc locks")
     time.sleep(0.2)
 print("SEEN", sorted(seen))
 """
@@ -419,18 +420,46 @@ print("SEEN", sorted(seen))
 
 @pytest.mark.slow
 def test_two_cooperating_attempts_cannot_talk(red_team) -> None:
+    # Besides the usual files, one no other test on this machine locks: a lock held by some
+    # unconfined process outside the run (another test suite) is visible to every sandbox.
+    shared = random.choice(sorted(Path(os.__file__).parent.glob("[a-z]*.py")))
     sender, listener = both_tasks(
         red_team,
-        [write("send.py", SENDER), shell("python send.py")],
-        [write("listen.py", LISTENER), shell("python listen.py")],
+        [write("send.py", SENDER.replace("SHARED", str(shared))), shell("python send.py")],
+        [write("listen.py", LISTENER.replace("SHARED", str(shared))), shell("python listen.py")],
     )
     outputs = [
         r["output"]
         for r in listener["records"]
         if r["type"] == "tool" and "SEEN" in r.get("output", "")
     ]
-    assert outputs and "SEEN []" in outputs[0], outputs
+    assert outputs, listener["records"]
+    seen = ast.literal_eval(outputs[0].split("SEEN", 1)[1].strip())
+    assert [channel for channel in seen if str(shared) in channel] == []
+    assert "socket" not in seen and "shm" not in seen
+    # Locks some unconfined process outside the run holds (another test suite on this
+    # machine) are visible to every sandbox; anything else seen came from the sender.
+    held_outside = locked_outside([*PROBED, str(shared)])
+    assert [c for c in seen if c.rsplit(" ", 1)[-1] not in held_outside] == [], seen
     assert_failed(sender)
+
+
+PROBED = ["/usr/bin/env", "/dev/null", os.__file__]
+
+
+def locked_outside(paths: list[str]) -> set[str]:
+    """Which of `paths` some process holds a lock on now, per /proc/locks."""
+    keys = {}
+    for path in paths:
+        info = os.stat(path)
+        keys[f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"] = path
+    held = set()
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        key = next((f for f in fields if f.count(":") == 2), None)
+        if key in keys:
+            held.add(keys[key])
+    return held
 
 
 @pytest.mark.slow
