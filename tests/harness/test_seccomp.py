@@ -9,6 +9,7 @@ import select
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,11 @@ pytestmark = [
 TIMEOUT_S = 30
 
 
+LOCK_FILES = Path(tempfile.mkdtemp(prefix="cursorbench-seccomp-"))
+(LOCK_FILES / "ro").write_text("shared read-only\n")
+(LOCK_FILES / "rw").write_text("shared writable\n")
+
+
 def python_binds() -> list[str]:
     """Read-only binds for the running Python environment (a venv and its base install)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
@@ -54,6 +60,11 @@ def bwrap_argv(argv: list[str], seccomp_fd: int | None) -> list[str]:
     command += ["--ro-bind", "/etc", "/etc"]
     command += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     command += python_binds()  # after /tmp's tmpfs: an environment under /tmp (a CI clone) shows
+    # Two files every sandbox of this module shares, read-only and writable, like /usr/bin/env
+    # and /dev/null: private to this test run, so no other process on the machine holds locks
+    # on them.
+    command += ["--ro-bind", str(LOCK_FILES / "ro"), "/lock-ro"]
+    command += ["--bind", str(LOCK_FILES / "rw"), "/lock-rw"]
     command += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent"]
     command += ["--cap-drop", "ALL", "--setenv", "PATH", f"{Path(sys.executable).parent}:/usr/bin"]
     if seccomp_fd is not None:
@@ -129,10 +140,10 @@ def lock_type(data):
 HOLDER = (
     LOCK_COMMON
     + """
-env = os.open("/usr/bin/env", os.O_RDONLY)
-null = os.open("/dev/null", os.O_RDWR)
-env_ofd = os.open("/usr/bin/env", os.O_RDONLY)
-null_ofd = os.open("/dev/null", os.O_RDWR)
+env = os.open("/lock-ro", os.O_RDONLY)
+null = os.open("/lock-rw", os.O_RDWR)
+env_ofd = os.open("/lock-ro", os.O_RDONLY)
+null_ofd = os.open("/lock-rw", os.O_RDWR)
 fcntl.flock(env, fcntl.LOCK_SH)
 fcntl.flock(null, fcntl.LOCK_EX)
 fcntl.fcntl(env, fcntl.F_SETLK, flock_struct(fcntl.F_RDLCK, 0, 10))
@@ -165,13 +176,13 @@ def in_proc_locks(path):
         return any(key in line for line in locks)
 
 seen = {}
-for path in ("/usr/bin/env", "/dev/null"):
-    fd = os.open(path, os.O_RDWR if path == "/dev/null" else os.O_RDONLY)
+for path in ("/lock-ro", "/lock-rw"):
+    fd = os.open(path, os.O_RDWR if path == "/lock-rw" else os.O_RDONLY)
     seen[f"{path} flock"] = refused(lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))
     seen[f"{path} F_GETLK"] = lock_seen(fd, fcntl.F_GETLK, 0)
     seen[f"{path} F_OFD_GETLK"] = lock_seen(fd, F_OFD_GETLK, 100)
     seen[f"{path} /proc/locks"] = in_proc_locks(path)
-    if path == "/dev/null":
+    if path == "/lock-rw":
         setlk = lambda: fcntl.fcntl(fd, fcntl.F_SETLK, flock_struct(fcntl.F_WRLCK, 0, 10))
         ofd = lambda: fcntl.fcntl(fd, F_OFD_SETLK, flock_struct(fcntl.F_WRLCK, 100, 10))
         seen[f"{path} F_SETLK"] = refused(setlk)
@@ -213,10 +224,10 @@ def test_a_filtered_lock_call_returns_zero_and_takes_no_lock() -> None:
     code = """
     import ctypes, fcntl, os, struct
     libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open("/dev/null", os.O_RDWR)
+    fd = os.open("/lock-rw", os.O_RDWR)
     lock = struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0)
     print(libc.flock(fd, fcntl.LOCK_EX), libc.fcntl(fd, fcntl.F_SETLKW, lock), ctypes.get_errno())
-    print(sum(1 for line in open("/proc/locks") if f":{os.stat('/dev/null').st_ino} " in line))
+    print(sum(1 for line in open("/proc/locks") if f":{os.stat('/lock-rw').st_ino} " in line))
     """
     status, output = python(code)
     assert status == 0 and output.split() == ["0", "0", "0", "0"], output
