@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results import AttemptResult, RunInfo, Status
+from harness.summary import score_key, score_means
 
 REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}
@@ -59,8 +60,12 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
     table.add_column("cost", justify="right", footer=f"${cost:.4f}")
     wall = sum(r.wall_time_s for r in results)
     table.add_column("time", justify="right", footer=_seconds(wall))
+    means = score_means(results)
+    for key, figures in means.items():  # one column per eval or behaviour check, mean below
+        table.add_column(key, justify="right", footer=f"{figures['mean']:.2f}")
     for result in results:
         style = STATUS_STYLE[result.status]
+        scores = {score_key(k, s.judged): f"{s.value:.2f}" for k, s in result.scores.items()}
         table.add_row(
             result.task_id,
             str(result.epoch),
@@ -70,6 +75,7 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
             _tokens(result.usage.tokens, result.usage.estimated_calls > 0),
             f"${result.usage.cost_usd:.4f}",
             _seconds(result.wall_time_s),
+            *(scores.get(key, "") for key in means),
         )
     return table
 
