@@ -177,7 +177,7 @@ def _behaviour_verdict(behaviour: BehaviourVerification, scores: dict[str, Score
     low = [
         f"{check.score_key} {scores[check.score_key].value:.2f} < {check.threshold}"
         for check in behaviour.checks
-        if scores[check.score_key].value < check.threshold
+        if check.score_key in scores and scores[check.score_key].value < check.threshold
     ]
     if not low:
         return {"status": Status.RESOLVED}

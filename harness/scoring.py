@@ -49,7 +49,8 @@ class FinalState(BaseModel):
         return sorted(self.after)
 
 
-GraderFunction = Callable[[PreparedTask, FinalState, Records, Any], Score]
+# None: the check does not apply to this attempt (e.g. code quality of an unsolved one).
+GraderFunction = Callable[[PreparedTask, FinalState, Records, Any], Score | None]
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def get_grader(name: str) -> Grader:
 
 def run_check(
     task: PreparedTask, check: BehaviourCheck, state: FinalState, records: Records
-) -> Score:
+) -> Score | None:
     """One check's score; parameters that do not validate are the task's fault (score 0)."""
     grader = get_grader(check.grader)
     try:
@@ -101,7 +102,9 @@ def run_check(
 def score_checks(
     task: PreparedTask, checks: list[BehaviourCheck], state: FinalState, records: Records
 ) -> dict[str, Score]:
-    return {check.score_key: run_check(task, check, state, records) for check in checks}
+    """Scores by key; a check that does not apply to the attempt has none."""
+    scores = {check.score_key: run_check(task, check, state, records) for check in checks}
+    return {key: score for key, score in scores.items() if score is not None}
 
 
 _DIFF_HEADER = re.compile(r"^diff --git a/(.*) b/(.*)$")
