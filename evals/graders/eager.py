@@ -65,17 +65,20 @@ def _allowed_spans(source: str | None, names: list[str]) -> list[tuple[int, int]
     return [span(found[name]) for name in names if name in found]
 
 
-def _inside(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
-    if end <= start:  # a pure insertion point
-        return any(lo <= start <= hi for lo, hi in spans)
-    return any(lo <= start and end <= hi for lo, hi in spans)
+def _covered(first: int, texts: tuple[str, ...], spans: list[tuple[int, int]]) -> bool:
+    """Every non-blank line of a hunk side (starting at line `first`) lies in a span."""
+    return all(
+        any(lo <= first + offset < hi for lo, hi in spans)
+        for offset, text in enumerate(texts)
+        if text.strip()
+    )
 
 
 def _hunk_slip(hunk: Hunk, path: str, state: FinalState, scope: Scope) -> str | None:
     names = scope.symbols[path]
-    if _inside(hunk.b1, hunk.b2, _allowed_spans(state.before.get(path), names)) or _inside(
-        hunk.a1, hunk.a2, _allowed_spans(state.after.get(path), names)
-    ):
+    before_spans = _allowed_spans(state.before.get(path), names)
+    after_spans = _allowed_spans(state.after.get(path), names)
+    if _covered(hunk.b1, hunk.old, before_spans) and _covered(hunk.a1, hunk.new, after_spans):
         return None
     old, new = "\n".join(hunk.old), "\n".join(hunk.new)
     if _only_renamed(old, new, scope.renames) or all(map(_is_import, hunk.old + hunk.new)):
