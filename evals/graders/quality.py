@@ -49,13 +49,11 @@ class QualityParams(BaseModel):
 
 
 def _capped(weight: float, cap: float, reasons: list[str]) -> Penalties:
-    """One penalty per reason, at most `cap` in all."""
+    """One penalty per reason, at most `cap` in all; reasons past the cap are listed at 0."""
     out: Penalties = []
     for reason in reasons:
-        step = min(weight, cap - sum(w for w, _ in out))
-        if step <= 0:
-            break
-        out.append((round(step, 4), reason))
+        step = max(0.0, min(weight, cap - sum(w for w, _ in out)))
+        out.append((round(step, 4), reason if step else f"{reason} (cap reached)"))
     return out
 
 
