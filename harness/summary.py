@@ -12,6 +12,8 @@ from harness.results import AttemptResult, Status, in_order
 def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
     """Figures over the finished attempts of a run made of `planned` attempts.
 
+    With behaviour checks (evals), `scores` has each one's mean by name (`score_means`).
+
     A run with fewer finished than planned is partial (`complete` false). `resolved_rate`
     is over the finished attempts, errors counted as unresolved; `resolved_rate_planned`
     is over the planned ones; `resolved_rate_judged` leaves errored attempts out.
@@ -21,6 +23,7 @@ def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
     errors = sum(result.status is Status.ERROR for result in results)
     judged = finished - errors
     estimated = sum(result.usage.estimated_calls for result in results)
+    scores = score_means(results)
     return {
         "planned": planned,
         "finished": finished,
@@ -43,8 +46,7 @@ def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
         "wall_time_s": round(sum(result.wall_time_s for result in results), 3),
         "pass_at_k": pass_at(results),
         "per_task": _per_task(results),
-        "scores": score_means(results),
-    }
+    } | ({"scores": scores} if scores else {})
 
 
 def score_key(key: str, judged: bool) -> str:
