@@ -104,6 +104,13 @@ def run(
     retry_errors: Annotated[
         bool, typer.Option(help="On resume, run again the attempts that ended in error.")
     ] = False,
+    evals: Annotated[
+        str | None,
+        typer.Option(
+            help="Behaviour evals to run, comma-separated (intent, instruction_following, "
+            "eager_editing, code_quality, interruption) or 'all'; with --tasks, both run."
+        ),
+    ] = None,
 ) -> None:
     """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
     request = run_request(
@@ -127,6 +134,7 @@ def run(
         price_output=price_output,
         keep_workspaces=keep_workspaces,
         retry_errors=retry_errors,
+        evals=_names(evals),
     )
     with ExitStack() as stack:
         runner = start_run(request, stack)
@@ -155,6 +163,16 @@ def run(
             file=sys.stderr,
         )
         raise typer.Exit(EXIT_ALL_ERRORS)
+
+
+def _names(value: str | None) -> list[str]:
+    """`--evals a,b`: the names; an empty one is refused."""
+    if value is None:
+        return []
+    names = [name.strip() for name in value.split(",")]
+    if not all(names):
+        raise UsageError("--evals: an empty name; give e.g. intent,eager_editing or all")
+    return names
 
 
 class ProgressBar:

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results import AttemptResult, RunInfo, Status
+from harness.summary import score_key, score_means
 
 REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}
@@ -59,8 +60,14 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
     table.add_column("cost", justify="right", footer=f"${cost:.4f}")
     wall = sum(r.wall_time_s for r in results)
     table.add_column("time", justify="right", footer=_seconds(wall))
+    scored = any(result.scores for result in results)
+    if scored:  # behaviour checks (evals): their means are in `scores_table`
+        table.add_column("scores")
     for result in results:
         style = STATUS_STYLE[result.status]
+        scores = " ".join(
+            f"{score_key(k, s.judged)} {s.value:.2f}" for k, s in sorted(result.scores.items())
+        )
         table.add_row(
             result.task_id,
             str(result.epoch),
@@ -70,6 +77,26 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
             _tokens(result.usage.tokens, result.usage.estimated_calls > 0),
             f"${result.usage.cost_usd:.4f}",
             _seconds(result.wall_time_s),
+            *([scores] if scored else []),
+        )
+    return table
+
+
+def scores_table(results: list[AttemptResult]) -> Table | None:
+    """Each eval's (behaviour check's) mean score under its name, next to correctness:
+    how many of the attempts it scored resolved their task. Judged scores (LLM judge)
+    have their own rows (`name:judged`)."""
+    means = score_means(results)
+    if not means:
+        return None
+    table = Table("eval", "score", "attempts", "resolved", title="behaviour scores")
+    table.title_justify = "left"
+    for key, figures in means.items():
+        table.add_row(
+            key,
+            f"{figures['mean']:.3f}",
+            str(figures["attempts"]),
+            _share(figures["resolved"], figures["attempts"]),
         )
     return table
 
@@ -77,6 +104,9 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
 def print_run(console: Console, run: RunInfo, results: list[AttemptResult], planned: int) -> None:
     """The table, the run's warnings, an example error, and whether the run is partial."""
     console.print(results_table(run, results, planned))
+    scores = scores_table(results)
+    if scores is not None:
+        console.print(scores)
     for warning in run.warnings:
         console.print(f"[bold yellow]warning:[/] {warning}")
     errors = [r for r in results if r.status is Status.ERROR and r.error]

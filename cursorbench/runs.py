@@ -70,6 +70,10 @@ class RunRequest(BaseModel):
     price_output: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     keep_workspaces: bool = False
     retry_errors: bool = False
+    evals: list[str] = Field(
+        default_factory=list,
+        description="Behaviour evals whose scenarios run as tasks (alone, or with --tasks).",
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -168,6 +172,32 @@ def _hidden_paths(
     return tuple(dict.fromkeys(kept))
 
 
+def _eval_tasks(names: list[str]) -> tuple[list[Any], list[tuple[PreparedTask, str]]]:
+    """The scenarios of the named evals ("all": every eval) and their prepared tasks."""
+    if not names:
+        return [], []
+    from evals import EVALS
+    from evals.scenario import ScenarioError, load_scenarios, prepare
+
+    wanted = list(EVALS) if names == ["all"] else names
+    try:
+        scenarios = load_scenarios(wanted)
+    except ScenarioError as error:
+        raise UsageError(f"--evals: {error}") from None
+    return scenarios, [prepare(scenario) for scenario in scenarios]
+
+
+def _reference(built: list[Any], scenarios: list[Any]) -> Any:
+    """The embedded endpoint: the reference solver, and for eval scenarios the
+    well-behaved scripted agent (the reference behaviour)."""
+    solver = ReferenceSolver(built)
+    if not scenarios:
+        return solver
+    from evals.agents import ScenarioAgent
+
+    return ScenarioAgent(scenarios, "well", or_else=solver)
+
+
 def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     """A runner ready to execute; servers and the store close with `stack`."""
     from leaderboard import open_store  # the leaderboard is the run's store, not the harness's
@@ -175,7 +205,9 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     model = request.model_name()
     out = request.out_dir()
     check_out_dir(out)
-    built = [build(task) for task in tasks_from_options(request.tasks)]
+    suite = tasks_from_options(request.tasks) if request.tasks or not request.evals else []
+    built = [build(task) for task in suite]
+    scenarios, eval_tasks = _eval_tasks(request.evals)
     backend = choose_backend(request.sandbox)
     warnings = [] if backend == "bubblewrap" else [UNCONFINED_WARNING]
     price, price_warnings = _price(request, model)
@@ -183,14 +215,19 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     base_url = request.base_url or EMBEDDED_BASE_URL
     endpoint = base_url
     if request.embedded:
-        server = stack.enter_context(OpenAIServer(ReferenceSolver(built)))
+        server = stack.enter_context(OpenAIServer(_reference(built, scenarios)))
         endpoint = server.base_url
     config = RunConfig(
         model=model,
         base_url=base_url,
         endpoint_label=REFERENCE_SOLVER if request.embedded else "external",
-        suite_version=",".join(sorted({task.task.suite_version for task in built})),
-        tasks={task.task.id: task.digest for task in built},
+        suite_version=",".join(
+            sorted(
+                {task.task.suite_version for task in built} | ({"evals"} if scenarios else set())
+            )
+        ),
+        tasks={task.task.id: task.digest for task in built}
+        | {task.id: digest for task, digest in eval_tasks},
         epochs=request.epochs,
         temperature=request.temperature,
         sandbox=backend,
@@ -209,7 +246,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     db_url = request.db or default_db_url()
     store = open_store(db_url)
     stack.callback(store.close)
-    tasks = [task.prepared() for task in built]
+    tasks = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
     hidden = _hidden_paths(tasks, out, db_url, warnings)
     options = RunOptions(
         work_dir=cache_home() / "attempts",

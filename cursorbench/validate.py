@@ -22,7 +22,7 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     prepared = built.prepared()
     sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(prepared.secret_paths)))
     sandboxes.self_test(cache_home() / "self-test")
-    check = prepared.verification
+    check = built.task.verification
     problems: list[str] = []
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from cursorbench.task import FolderSource, Operation, RemoveFile, RemoveSymbol, ReplaceText, Task
 from harness.sandbox.baseline import Baseline
-from harness.spec import PreparedTask
+from harness.spec import PreparedTask, with_behaviour_checks
 
 BUILDER_VERSION = "2"
 SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
@@ -81,7 +81,7 @@ class BuiltTask:
             prompt=task.prompt,
             workspace=self.workspace,
             hidden_dir=self.hidden,
-            verification=task.verification,
+            verification=with_behaviour_checks(task.verification, task.behaviour_checks),
             limits=task.limits,
             secret_paths=secret_paths(task),
         )

@@ -4,7 +4,10 @@ The loop asks the model for its next step, runs the tool calls it makes, and
 stops when the model calls `finish` (or answers without calling a tool), or
 when a budget, the endpoint or the model's output format gives out. A reply
 cut off at the output token limit does not end the attempt: the model is told
-so and goes on. Each way
+so and goes on. A task may give its own system prompt and set of tools, and
+user messages to inject mid-run (`Interruption`: after turn N, or right after
+the first turn that edited a file; one the agent tries to end before is
+delivered then, and the agent goes on). Each way
 of stopping is a typed exception turned into an `AgentOutcome`; scoring is not
 done here.
 """
@@ -17,8 +20,16 @@ from dataclasses import dataclass, field
 from harness.model import ChatModel, ContextOverflow, ModelAPIError, ToolCall
 from harness.results import Failure, Usage
 from harness.sandbox import ResourceLimitExceeded, Sandbox
-from harness.spec import Limits
-from harness.tools import MalformedCall, Submitted, ToolContext, ToolError, call_tool, tool_schemas
+from harness.spec import Interruption, Limits
+from harness.tools import (
+    EDIT_TOOLS,
+    MalformedCall,
+    Submitted,
+    ToolContext,
+    ToolError,
+    call_tool,
+    tool_schemas,
+)
 from harness.trajectory import Trajectory
 
 SYSTEM_PROMPT = """You are a coding agent working in a software repository at {root}.
@@ -83,15 +94,24 @@ def run_agent(
     *,
     max_tool_calls_per_reply: int = MAX_TOOL_CALLS_PER_REPLY,
     max_tool_calls: int = MAX_TOOL_CALLS,
+    system_prompt: str | None = None,
+    tools: list[str] | None = None,
+    interruptions: list[Interruption] | None = None,
 ) -> AgentOutcome:
     """Runs the loop to its end. Of one reply's tool calls only the first
     `max_tool_calls_per_reply` run (each of the rest gets a tool result saying it was
-    skipped); running more than `max_tool_calls` in the attempt ends it as `tool_call_limit`."""
+    skipped); running more than `max_tool_calls` in the attempt ends it as `tool_call_limit`.
+    `system_prompt` (with `{root}` filled in) and `tools` (names) replace the defaults;
+    `interruptions` are user messages injected mid-run."""
     budget = _Budget(limits)
-    context = ToolContext(sandbox, limits.command_timeout_s, budget.time_left)
+    offered = tuple(tools) if tools is not None else None
+    schemas = tool_schemas(offered)
+    context = ToolContext(sandbox, limits.command_timeout_s, budget.time_left, offered)
     outcome = AgentOutcome(failure=None, message="")
+    pending = list(interruptions or [])
+    system = (system_prompt or SYSTEM_PROMPT).replace("{root}", sandbox.root)
     messages = [
-        {"role": "system", "content": SYSTEM_PROMPT.format(root=sandbox.root)},
+        {"role": "system", "content": system},
         {"role": "user", "content": prompt},
     ]
     for message in messages:
@@ -100,7 +120,7 @@ def run_agent(
     try:
         while True:
             budget.check(outcome.turns, outcome.usage)
-            reply = model.complete(messages, tool_schemas())
+            reply = model.complete(messages, schemas)
             budget.not_charged_s += reply.usage.wait_s
             outcome.turns += 1
             outcome.usage.add(reply.usage)
@@ -113,10 +133,11 @@ def run_agent(
             )
             budget.check_time()  # a reply that came after the wall time is not acted on
             truncated = reply.finish_reason == "length"
-            if not reply.tool_calls and not truncated:
+            ended = not reply.tool_calls and not truncated
+            if ended and not pending:
                 raise Submitted(reply.content or "")
+            calls = _Calls(context, outcome, trajectory, max_tool_calls_per_reply, bool(pending))
             if reply.tool_calls:
-                calls = _Calls(context, outcome, trajectory, max_tool_calls_per_reply)
                 all_malformed = calls.run(reply.tool_calls, messages, max_tool_calls)
                 malformed = malformed + 1 if all_malformed else 0
             if malformed >= MAX_MALFORMED_REPLIES:
@@ -124,6 +145,11 @@ def run_agent(
             if truncated:  # after the tool results: they must follow the assistant message
                 messages.append({"role": "user", "content": TRUNCATED_NOTE})
                 trajectory.write("message", **messages[-1])
+            ending = ended or calls.finish_deferred
+            for due in _due(pending, outcome.turns, calls.edited, ending):
+                pending.remove(due)
+                messages.append({"role": "user", "content": due.message})
+                trajectory.write("message", **messages[-1], injected=True, turn=outcome.turns)
     except Submitted as done:
         outcome.message = done.summary
     except LimitExceeded as stop:
@@ -140,29 +166,67 @@ def run_agent(
     return outcome
 
 
+def _due(pending: list[Interruption], turns: int, edited: bool, ending: bool) -> list[Interruption]:
+    """The interruptions to deliver after this turn: those whose moment came, or, when the
+    agent tries to end with some still pending, the first of them."""
+    due = [
+        item
+        for item in pending
+        if (item.after_turn is not None and turns >= item.after_turn)
+        or (item.after_first_edit and edited)
+    ]
+    if not due and ending and pending:
+        due = pending[:1]
+    return due
+
+
+FINISH_DEFERRED = "not finished yet: the user sent a new message; read it and go on"
+AFTER_FINISH = "not run: `finish` was called earlier in this reply"
+
+
 @dataclass
 class _Calls:
-    """Runs one reply's tool calls within the per-reply and per-attempt budgets."""
+    """Runs one reply's tool calls within the per-reply and per-attempt budgets. With
+    `defer_finish` (an interruption is still pending) a `finish` call does not end the
+    attempt: it is noted, the calls after it are not run, and the loop goes on."""
 
     context: ToolContext
     outcome: AgentOutcome
     trajectory: Trajectory
     per_reply: int
+    defer_finish: bool = False
+    edited: bool = False  # a write_file or edit_file call succeeded
+    finish_deferred: bool = False
 
     def run(self, calls: list[ToolCall], messages: list[dict], per_attempt: int) -> bool:
         """Appends a tool message for every call; says whether every call run was malformed."""
         all_malformed = True
         for index, call in enumerate(calls):
-            if index >= self.per_reply:
+            if self.finish_deferred:
+                text = AFTER_FINISH
+                self.trajectory.write("tool", id=call.id, name=call.name, output=text, skipped=True)
+            elif index >= self.per_reply:
                 text = self._skip(call, len(calls))
             else:
                 if self.outcome.tool_calls >= per_attempt:
                     raise LimitExceeded(Failure.TOOL_CALL_LIMIT, f"{per_attempt} tool calls")
                 self.outcome.tool_calls += 1
-                text, was_malformed = _run_tool(self.context, call, self.trajectory)
+                text, was_malformed = self._run_one(call)
                 all_malformed &= was_malformed
             messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
         return all_malformed
+
+    def _run_one(self, call: ToolCall) -> tuple[str, bool]:
+        try:
+            text, malformed = _run_tool(self.context, call, self.trajectory)
+        except Submitted:
+            if not self.defer_finish:
+                raise
+            self.finish_deferred = True
+            return FINISH_DEFERRED, False
+        if call.name in EDIT_TOOLS and not text.startswith("error: "):
+            self.edited = True
+        return text, malformed
 
     def _skip(self, call: ToolCall, made: int) -> str:
         """The tool result for a call past the per-reply budget: it is not run."""

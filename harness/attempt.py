@@ -19,12 +19,19 @@ from harness.agent import AgentOutcome, run_agent
 from harness.flags import scan
 from harness.grading import GradeReport, grade
 from harness.model import ChatModel
-from harness.results import Attempt, AttemptResult, Failure, Status, TestOutcome
-from harness.sandbox import PatchRejected, ResourceLimitExceeded, Sandbox, SandboxBackend
+from harness.results import Attempt, AttemptResult, Failure, Score, Status, TestOutcome
+from harness.sandbox import (
+    PatchRejected,
+    ResourceLimitExceeded,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+)
 from harness.sandbox.baseline import diff_stats
 from harness.sandbox.local import remove_tree
-from harness.spec import PreparedTask
-from harness.trajectory import Trajectory
+from harness.scoring import MAX_STATE_FILE_CHARS, FinalState, score_checks, touched_paths
+from harness.spec import BehaviourVerification, PreparedTask, behaviour_part, pytest_part
+from harness.trajectory import Trajectory, read_trajectory
 
 
 @dataclass
@@ -75,28 +82,37 @@ def _attempt(
     sandbox: Sandbox | None = None
     try:
         sandbox = env.open_sandbox(task, scratch)
-        outcome = run_agent(env.model, sandbox, task.prompt, task.limits, trajectory)
+        outcome = run_agent(
+            env.model,
+            sandbox,
+            task.prompt,
+            task.limits,
+            trajectory,
+            system_prompt=task.system_prompt,
+            tools=task.tools,
+            interruptions=task.interruptions,
+        )
         base |= _agent_fields(outcome)
         if outcome.failure is not None:
             return base | _failed(outcome.failure, outcome.message)
         patch = sandbox.diff()
+        behaviour = behaviour_part(task.verification)
+        files = _final_files(task, sandbox, patch) if behaviour else None
         sandbox.close()  # before grading: its memory and processes are freed
         sandbox = None
         added, removed = diff_stats(patch)
         base |= {"diff_lines_added": added, "diff_lines_removed": removed}
         base["flags"] = scan(patch, task.verification.protected_paths)
         trajectory.write("diff", patch=patch, flags=base["flags"])
-        if not patch.strip():
-            return base | _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
-        report = grade(task, patch, env.backend, scratch / "grade", random.Random())
-        trajectory.write(
-            "grade",
-            tests=report.tests,
-            canaries_passed=report.canaries_passed,
-            dropped=report.dropped,
-            output=report.output[-4000:],
-        )
-        return base | _graded(report)
+        verdict = _pytest_verdict(task, patch, env, scratch, trajectory)
+        if behaviour is None or files is None:
+            assert verdict is not None
+            return base | verdict
+        resolved = None if verdict is None else verdict["status"] is Status.RESOLVED
+        state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
+        scores = score_checks(task, behaviour.checks, state, read_trajectory(trajectory.path))
+        trajectory.write("scores", scores={k: v.model_dump() for k, v in scores.items()})
+        return base | {"scores": scores} | (verdict or _behaviour_verdict(behaviour, scores))
     except ResourceLimitExceeded as limit:
         trajectory.write("limit", message=str(limit))
         return base | _failed(Failure.RESOURCE_LIMIT, str(limit))
@@ -111,6 +127,61 @@ def _attempt(
             sandbox.close()
         if not env.keep_workspaces:
             remove_tree(scratch)
+
+
+def _pytest_verdict(
+    task: PreparedTask, patch: str, env: AttemptEnvironment, scratch: Path, trajectory: Trajectory
+) -> dict | None:
+    """The result fields pytest decides, or None when the task runs no tests."""
+    if pytest_part(task.verification) is None:
+        return None
+    if not patch.strip():
+        return _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
+    report = grade(task, patch, env.backend, scratch / "grade", random.Random())
+    trajectory.write(
+        "grade",
+        tests=report.tests,
+        canaries_passed=report.canaries_passed,
+        dropped=report.dropped,
+        output=report.output[-4000:],
+    )
+    return _graded(report)
+
+
+def _final_files(
+    task: PreparedTask, sandbox: Sandbox, patch: str
+) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """The touched files before (from the prepared, trusted workspace) and after (read
+    through the sandbox, which is still open). None: absent, or not text of a sane size."""
+    before: dict[str, str | None] = {}
+    after: dict[str, str | None] = {}
+    for path in touched_paths(patch):
+        original = task.workspace / path
+        before[path] = _text(original.read_bytes()) if original.is_file() else None
+        try:
+            text = sandbox.read(path)
+            after[path] = text if len(text) <= MAX_STATE_FILE_CHARS else None
+        except SandboxError:  # deleted, or not a plain file
+            after[path] = None
+    return before, after
+
+
+def _text(data: bytes) -> str | None:
+    if len(data) > MAX_STATE_FILE_CHARS:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _behaviour_verdict(behaviour: BehaviourVerification, scores: dict[str, Score]) -> dict:
+    """A behaviour-only task is resolved when every check scored at or above its bar."""
+    low = [
+        f"{check.score_key} {scores[check.score_key].value:.2f} < {check.threshold}"
+        for check in behaviour.checks
+        if check.score_key in scores and scores[check.score_key].value < check.threshold
+    ]
+    if not low:
+        return {"status": Status.RESOLVED}
+    return _failed(Failure.BEHAVIOUR_FAILED, "; ".join(low))
 
 
 def _agent_fields(outcome: AgentOutcome) -> dict:

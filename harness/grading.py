@@ -36,7 +36,7 @@ from harness.patch import GradingChange, PatchFormatError, glob_regex, grading_c
 from harness.results import Failure, TestOutcome
 from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
 from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
-from harness.spec import PreparedTask, Verification
+from harness.spec import PreparedTask, Verification, pytest_part
 
 EMPTY_CONFIG = ".cursorbench-pytest.ini"
 PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no plugin loads unless the config asks
@@ -96,10 +96,19 @@ def pytest_argv(test_args: list[str], rootdir: str, config: str) -> list[str]:
     ]  # fmt: skip
 
 
+def tests_of(task: PreparedTask) -> Verification:
+    """The task's pytest verification; a behaviour-only task has none to grade with."""
+    check = pytest_part(task.verification)
+    if check is None:
+        raise ValueError(f"task {task.id}: its verification runs no tests")
+    return check
+
+
 def protected_files(task: PreparedTask) -> set[str]:
     """Files of the prepared workspace under the protected patterns, plus the hidden tests."""
-    regexes = [glob_regex(pattern) for pattern in task.verification.protected_paths]
-    found = set(task.verification.hidden_tests)
+    check = tests_of(task)
+    regexes = [glob_regex(pattern) for pattern in check.protected_paths]
+    found = set(check.hidden_tests)
     for path in task.workspace.rglob("*"):
         relative = path.relative_to(task.workspace).as_posix()
         if any(regex.fullmatch(relative) for regex in regexes):
@@ -115,7 +124,7 @@ def _overlay(task: PreparedTask, folder: Path, rng: random.Random) -> canaries.C
         folder.mkdir(parents=True)
     sources = {
         name: (task.hidden_dir / name).read_text(encoding="utf-8", errors="replace")
-        for name in task.verification.hidden_tests
+        for name in tests_of(task).hidden_tests
         if (task.hidden_dir / name).is_file()
     }
     planted = canaries.plant(sources, rng)
@@ -135,7 +144,7 @@ def grade(
 ) -> GradeReport:
     started = time.monotonic()
     rng = rng or random.Random()
-    check = task.verification
+    check = tests_of(task)
     try:
         change = grading_change(patch, check.protected_paths, protected_files(task))
     except PatchFormatError as error:

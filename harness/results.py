@@ -32,6 +32,7 @@ class Failure(StrEnum):
     RESOURCE_LIMIT = "resource_limit"  # memory, processes, disk or change size
     GRADER_TAMPERING = "grader_tampering"  # a canary test that must fail passed
     PATCH_REJECTED = "patch_rejected"  # the change could not be taken or applied
+    BEHAVIOUR_FAILED = "behaviour_failed"  # a behaviour-only task: a check scored under its bar
     MODEL_API_ERROR = "model_api_error"
     INFRA_ERROR = "infra_error"
 
@@ -98,6 +99,18 @@ class Usage(BaseModel):
         return self.tokens_in + self.tokens_out
 
 
+class Score(BaseModel):
+    """One graded aspect of an attempt (an eval, a behaviour check): a value in [0, 1] and
+    every point taken off, in words. `judged` marks a score given by an LLM judge rather
+    than by a program; the two are never averaged together."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float = Field(ge=0.0, le=1.0)
+    reasons: list[str] = Field(default_factory=list)
+    judged: bool = False
+
+
 class AttemptResult(BaseModel):
     format_version: int = RESULT_FORMAT_VERSION
     task_id: str
@@ -118,6 +131,11 @@ class AttemptResult(BaseModel):
     flags: list[str] = Field(
         default_factory=list,
         description="Tells of tampering found in the change (`tell: path:line`); for review.",
+    )
+    scores: dict[str, Score] = Field(
+        default_factory=dict,
+        description="Scores of the task's behaviour checks by key (e.g. 'intent'), besides "
+        "`status`, which says whether the task was solved.",
     )
 
     @property

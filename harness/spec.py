@@ -8,8 +8,9 @@ on disk, hidden tests kept outside it, and how to verify the result.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     "tests/**",
@@ -32,6 +33,8 @@ class Frozen(BaseModel):
 class Verification(Frozen):
     """How an attempt is scored: pytest over the workspace plus hidden tests."""
 
+    kind: Literal["pytest"] = "pytest"
+
     test_args: list[str] = Field(
         default_factory=lambda: ["tests"],
         description="Arguments to pytest (paths or node ids), run from the workspace root.",
@@ -50,6 +53,96 @@ class Verification(Frozen):
         default_factory=lambda: list(DEFAULT_PROTECTED_PATHS),
         description="Globs of test files and runner config restored from the task before grading.",
     )
+
+
+class BehaviourCheck(Frozen):
+    """One behaviour check: a registered grader (`harness.scoring`) and its parameters."""
+
+    grader: str = Field(min_length=1, description="Name of a registered grader, e.g. 'intent'.")
+    key: str | None = Field(
+        default=None, description="Name of the score in the results [default: the grader's]."
+    )
+    params: dict[str, Any] = Field(default_factory=dict)
+    threshold: float = Field(
+        default=0.5, ge=0, le=1, description="Score at or above which the check counts as kept."
+    )
+
+    @property
+    def score_key(self) -> str:
+        return self.key or self.grader
+
+
+class BehaviourVerification(Frozen):
+    """Scored by registered graders over the final state and the trajectory; no tests run."""
+
+    kind: Literal["behaviour"] = "behaviour"
+    checks: list[BehaviourCheck] = Field(min_length=1)
+    protected_paths: list[str] = Field(default_factory=list)
+
+
+class BothVerification(Frozen):
+    """pytest decides `resolved`; the behaviour checks add scores next to it."""
+
+    kind: Literal["both"] = "both"
+    pytest: Verification
+    behaviour: BehaviourVerification
+
+    @property
+    def protected_paths(self) -> list[str]:
+        return self.pytest.protected_paths
+
+
+def _verification_kind(value: Any) -> str:
+    """A verification without `kind` is pytest (every task file written before the union)."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "pytest"))
+    return str(getattr(value, "kind", "pytest"))
+
+
+AnyVerification = Annotated[
+    Annotated[Verification, Tag("pytest")]
+    | Annotated[BehaviourVerification, Tag("behaviour")]
+    | Annotated[BothVerification, Tag("both")],
+    Discriminator(_verification_kind),
+]
+
+
+def pytest_part(verification: AnyVerification) -> Verification | None:
+    """The pytest verification of any kind, if it has one."""
+    if isinstance(verification, BothVerification):
+        return verification.pytest
+    return verification if isinstance(verification, Verification) else None
+
+
+def behaviour_part(verification: AnyVerification) -> BehaviourVerification | None:
+    """The behaviour checks of any kind, if it has some."""
+    if isinstance(verification, BothVerification):
+        return verification.behaviour
+    return verification if isinstance(verification, BehaviourVerification) else None
+
+
+def with_behaviour_checks(verification: Verification, graders: list[str]) -> AnyVerification:
+    """A pytest verification plus behaviour checks by grader name (`Task.behaviour_checks`)."""
+    if not graders:
+        return verification
+    checks = [BehaviourCheck(grader=name) for name in graders]
+    return BothVerification(pytest=verification, behaviour=BehaviourVerification(checks=checks))
+
+
+class Interruption(Frozen):
+    """A user message the harness injects mid-run: after the model's turn `after_turn`, or
+    right after the first turn that edited a file. If the agent tries to end before it
+    was delivered, it is delivered then and the agent goes on."""
+
+    message: str = Field(min_length=1)
+    after_turn: int | None = Field(default=None, ge=1)
+    after_first_edit: bool = False
+
+    @model_validator(mode="after")
+    def _one_trigger(self) -> Interruption:
+        if (self.after_turn is None) == (not self.after_first_edit):
+            raise ValueError("an interruption needs exactly one of after_turn, after_first_edit")
+        return self
 
 
 class Limits(Frozen):
@@ -73,8 +166,15 @@ class PreparedTask(Frozen):
     prompt: str
     workspace: Path = Field(description="Prepared workspace, copied per attempt, never modified.")
     hidden_dir: Path = Field(description="Hidden test files, laid out as in the workspace.")
-    verification: Verification
+    verification: AnyVerification
     limits: Limits = Field(default_factory=Limits)
+    system_prompt: str | None = Field(
+        default=None, description="Replaces the agent's system prompt; `{root}` is filled in."
+    )
+    tools: list[str] | None = Field(
+        default=None, description="Names of the tools offered (harness/tools.py) [default: all]."
+    )
+    interruptions: list[Interruption] = Field(default_factory=list)
     secret_paths: list[Path] = Field(
         default_factory=list,
         description="Host paths the agent must not see (task sources, their git history).",

@@ -12,6 +12,8 @@ from harness.results import AttemptResult, Status, in_order
 def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
     """Figures over the finished attempts of a run made of `planned` attempts.
 
+    With behaviour checks (evals), `scores` has each one's mean by name (`score_means`).
+
     A run with fewer finished than planned is partial (`complete` false). `resolved_rate`
     is over the finished attempts, errors counted as unresolved; `resolved_rate_planned`
     is over the planned ones; `resolved_rate_judged` leaves errored attempts out.
@@ -21,6 +23,7 @@ def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
     errors = sum(result.status is Status.ERROR for result in results)
     judged = finished - errors
     estimated = sum(result.usage.estimated_calls for result in results)
+    scores = score_means(results)
     return {
         "planned": planned,
         "finished": finished,
@@ -43,6 +46,31 @@ def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
         "wall_time_s": round(sum(result.wall_time_s for result in results), 3),
         "pass_at_k": pass_at(results),
         "per_task": _per_task(results),
+    } | ({"scores": scores} if scores else {})
+
+
+def score_key(key: str, judged: bool) -> str:
+    """Judged scores are reported under their own name, never averaged with programmatic ones."""
+    return f"{key}:judged" if judged else key
+
+
+def score_means(results: list[AttemptResult]) -> dict[str, dict[str, Any]]:
+    """Per score key (e.g. an eval's name): the mean over the attempts that carry it, how
+    many do, and how many of those resolved their task (correctness, next to the score)."""
+    groups: dict[str, list[tuple[float, bool]]] = {}
+    for result in results:
+        for key, score in result.scores.items():
+            groups.setdefault(score_key(key, score.judged), []).append(
+                (score.value, result.resolved)
+            )
+    return {
+        key: {
+            "mean": round(sum(value for value, _ in pairs) / len(pairs), 4),
+            "attempts": len(pairs),
+            "resolved": sum(resolved for _, resolved in pairs),
+            "judged": key.endswith(":judged"),
+        }
+        for key, pairs in sorted(groups.items())
     }
 
 

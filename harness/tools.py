@@ -95,6 +95,7 @@ class ToolContext:
     sandbox: Sandbox
     command_timeout_s: float
     time_left_s: Callable[[], float]
+    offered: tuple[str, ...] | None = None  # the tools this task offers; None: all of them
 
 
 def read_file(ctx: ToolContext, args: ReadFile) -> str:
@@ -197,16 +198,24 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+EDIT_TOOLS = frozenset({"write_file", "edit_file"})  # tools that change a file when they succeed
+
+
 @functools.cache
-def tool_schemas() -> list[dict[str, Any]]:
-    return [tool.schema() for tool in TOOLS.values()]
+def tool_schemas(names: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Schemas of the named tools (all when None), in the registry's order."""
+    unknown = set(names or ()) - set(TOOLS)
+    if unknown:
+        raise ValueError(f"unknown tools {sorted(unknown)}; available: {', '.join(TOOLS)}")
+    return [tool.schema() for tool in TOOLS.values() if names is None or tool.name in names]
 
 
 def call_tool(ctx: ToolContext, name: str, raw_arguments: str) -> str:
     """Runs one tool call; every problem with the call itself becomes a `ToolError`."""
-    tool = TOOLS.get(name)
+    offered = ctx.offered if ctx.offered is not None else tuple(TOOLS)
+    tool = TOOLS.get(name) if name in offered else None
     if tool is None:
-        raise MalformedCall(f"unknown tool {name!r}; available: {', '.join(TOOLS)}")
+        raise MalformedCall(f"unknown tool {name!r}; available: {', '.join(offered)}")
     try:
         payload = json.loads(raw_arguments or "{}")
     except json.JSONDecodeError as error:

@@ -425,3 +425,86 @@ def test_trajectory_file_parses_line_by_line(agent: Any, tmp_path: Path) -> None
     times = [r["t"] for r in parsed]
     assert times == sorted(times)
     assert parsed[-1]["type"] == "agent_end"
+
+
+# -- task-given prompt and tools, injected user messages -------------------------------------
+
+EDIT = Reply(tool_calls=[("edit_file", {"path": "app.py", "old_string": "1", "new_string": "2"})])
+LOOK = Reply(tool_calls=[("read_file", {"path": "app.py"})])
+FINISH = Reply(tool_calls=[("finish", {"summary": "done"})])
+
+
+def injected(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in records if r["type"] == "message" and r.get("injected")]
+
+
+def test_the_task_gives_system_prompt_and_tools(agent: Any) -> None:
+    from harness.spec import Interruption  # noqa: F401  (the loop's own types)
+
+    responder = Recording([Reply(tool_calls=[("write_file", {"path": "x", "content": ""})])])
+    _outcome, records = agent(
+        responder, system_prompt="Read-only reviewer in {root}.", tools=["read_file", "finish"]
+    )
+    sent = responder.requests[0]
+    assert sent["messages"][0]["content"].startswith("Read-only reviewer in /")
+    assert [tool["function"]["name"] for tool in sent["tools"]] == ["read_file", "finish"]
+    tool = next(r for r in records if r["type"] == "tool")
+    assert "unknown tool 'write_file'; available: read_file, finish" in tool["output"]
+
+
+def test_message_injected_after_turn_n(agent: Any) -> None:
+    from harness.spec import Interruption
+
+    responder = Recording([LOOK, LOOK, LOOK, FINISH])
+    outcome, records = agent(responder, interruptions=[Interruption(message="use B", after_turn=2)])
+    assert outcome.failure is None
+    [message] = injected(records)
+    assert message["content"] == "use B" and message["turn"] == 2
+    third = responder.requests[2]["messages"]
+    assert third[-1] == {"role": "user", "content": "use B"}  # after turn 2's tool result
+    assert third[-2]["role"] == "tool"
+    assert all(m.get("content") != "use B" for m in responder.requests[1]["messages"])
+
+
+def test_message_injected_right_after_the_first_edit(agent: Any, sandbox: Sandbox) -> None:
+    from harness.spec import Interruption
+
+    responder = Recording([LOOK, EDIT, FINISH])
+    _outcome, records = agent(
+        responder, interruptions=[Interruption(message="stop", after_first_edit=True)]
+    )
+    [message] = injected(records)
+    assert message["turn"] == 2
+    assert responder.requests[2]["messages"][-1]["content"] == "stop"
+    assert sandbox.read("app.py") == "VALUE = 2\n"
+
+
+def test_an_agent_that_ends_early_still_gets_the_message(agent: Any) -> None:
+    from harness.spec import Interruption
+
+    responder = Recording([FINISH, Reply(content="ok, stopping")])
+    outcome, records = agent(
+        responder, interruptions=[Interruption(message="also do Y", after_turn=5)]
+    )
+    assert outcome.failure is None and outcome.message == "ok, stopping"
+    assert outcome.turns == 2
+    second = responder.requests[1]["messages"]
+    assert second[-2]["role"] == "tool" and "not finished yet" in second[-2]["content"]
+    assert second[-1] == {"role": "user", "content": "also do Y"}
+    # a reply without tool calls is deferred the same way
+    responder = Recording([Reply(content="all done"), FINISH])
+    outcome, records = agent(
+        responder, interruptions=[Interruption(message="wait", after_first_edit=True)]
+    )
+    assert outcome.message == "done" and len(injected(records)) == 1
+
+
+def test_an_interruption_needs_exactly_one_moment() -> None:
+    from pydantic import ValidationError
+
+    from harness.spec import Interruption
+
+    with pytest.raises(ValidationError):
+        Interruption(message="x")
+    with pytest.raises(ValidationError):
+        Interruption(message="x", after_turn=1, after_first_edit=True)

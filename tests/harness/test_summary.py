@@ -154,3 +154,30 @@ def test_pass_at_k_over_tasks_and_epochs() -> None:
         "2": pytest.approx((1.0 + 0.0) / 2),
     }
     assert summarize([], planned=0)["pass_at_k"] == {}
+
+
+def test_scores_are_averaged_per_name_and_judged_ones_apart() -> None:
+    from datetime import UTC, datetime
+
+    from harness.results import AttemptResult, Score, Status
+    from harness.summary import score_means, summarize
+
+    now = datetime.now(UTC)
+
+    def result(task: str, status: Status, **scores: Score) -> AttemptResult:
+        return AttemptResult(
+            task_id=task, epoch=0, status=status, started_at=now, finished_at=now, scores=scores
+        )
+
+    results = [
+        result("a", Status.RESOLVED, intent=Score(value=1.0)),
+        result("b", Status.FAILED, intent=Score(value=0.5, reasons=["x"])),
+        result("c", Status.RESOLVED, intent=Score(value=0.0, judged=True)),
+        result("d", Status.RESOLVED),
+    ]
+    assert score_means(results) == {
+        "intent": {"mean": 0.75, "attempts": 2, "resolved": 1, "judged": False},
+        "intent:judged": {"mean": 0.0, "attempts": 1, "resolved": 1, "judged": True},
+    }
+    assert summarize(results, 4)["scores"] == score_means(results)
+    assert "scores" not in summarize(results[3:], 1)

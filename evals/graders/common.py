@@ -1,0 +1,220 @@
+"""Pure helpers the graders share: changed lines and files, Python definitions, globs, and
+what the trajectory says (tool calls, injected messages, the final message).
+
+Nothing here reads a disk or runs a process; everything takes text or records.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.patch import glob_regex
+from harness.scoring import FinalState, Records
+
+EDIT_TOOLS = ("write_file", "edit_file")
+
+
+def matches(path: str, globs: list[str]) -> bool:
+    return any(glob_regex(pattern).fullmatch(path) for pattern in globs)
+
+
+def is_test_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith(("tests/", "test/")) or name.startswith("test_")
+
+
+def changed_files(state: FinalState) -> list[str]:
+    """Touched files whose content really differs (a file written back unchanged is not)."""
+    return [path for path in state.touched if state.before.get(path) != state.after.get(path)]
+
+
+def lines(text: str | None) -> list[str]:
+    return (text or "").splitlines()
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One changed region: before lines [b1, b2) replaced by after lines [a1, a2) (0-based)."""
+
+    b1: int
+    b2: int
+    a1: int
+    a2: int
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+
+
+def hunks(before: str | None, after: str | None) -> list[Hunk]:
+    old, new = lines(before), lines(after)
+    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    return [
+        Hunk(i1, i2, j1, j2, tuple(old[i1:i2]), tuple(new[j1:j2]))
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def added_lines(before: str | None, after: str | None) -> list[str]:
+    return [line for hunk in hunks(before, after) for line in hunk.new]
+
+
+def changed_line_count(state: FinalState) -> int:
+    """Lines added plus lines removed over every changed file."""
+    total = 0
+    for path in changed_files(state):
+        for hunk in hunks(state.before.get(path), state.after.get(path)):
+            total += len(hunk.old) + len(hunk.new)
+    return total
+
+
+def squash_whitespace(text: str) -> str:
+    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+
+
+def whitespace_only(old: str, new: str) -> bool:
+    """The two differ at most in whitespace (indentation, spacing, blank lines)."""
+    return old != new and squash_whitespace(old) == squash_whitespace(new)
+
+
+def apply_renames(text: str, renames: dict[str, str]) -> str:
+    for old, new in renames.items():
+        text = re.sub(rf"\b{re.escape(old)}\b", new, text)
+    return text
+
+
+def parse(source: str | None) -> ast.Module | None:
+    if source is None:
+        return None
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def definitions(source: str | None) -> dict[str, ast.AST]:
+    """Top-level functions and classes, and methods as `Class.method`, by name."""
+    tree = parse(source)
+    found: dict[str, ast.AST] = {}
+    if tree is None:
+        return found
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found[node.name] = node
+            if isinstance(node, ast.ClassDef):
+                for child in node.body:
+                    if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                        found[f"{node.name}.{child.name}"] = child
+    return found
+
+
+def functions(source: str | None) -> dict[str, Function]:
+    return {
+        name: node
+        for name, node in definitions(source).items()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+
+
+def signature(node: Function) -> str:
+    returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+    return f"({ast.unparse(node.args)}){returns}"
+
+
+def span(node: ast.AST) -> tuple[int, int]:
+    """0-based [start, end) lines of a definition, decorators included."""
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno, *(d.lineno for d in decorators)]) - 1  # type: ignore[attr-defined]
+    return start, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+
+
+def new_or_changed_functions(state: FinalState, path: str) -> dict[str, Function]:
+    """Functions of the file's final state that are new or whose source changed."""
+    old = definitions(state.before.get(path))
+    result = {}
+    for name, node in functions(state.after.get(path)).items():
+        previous = old.get(name)
+        if previous is None or ast.dump(previous) != ast.dump(node):
+            result[name] = node
+    return result
+
+
+def imported_modules(source: str | None) -> set[str]:
+    tree = parse(source)
+    found: set[str] = set()
+    if tree is None:
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+# -- the trajectory -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    name: str
+    arguments: dict[str, Any]
+    output: str
+    after_injections: int  # injected user messages before this call
+
+    @property
+    def path(self) -> str | None:
+        value = self.arguments.get("path")
+        return value if isinstance(value, str) else None
+
+    @property
+    def failed(self) -> bool:
+        return self.output.startswith("error: ")
+
+
+def tool_events(records: Records) -> list[ToolEvent]:
+    events: list[ToolEvent] = []
+    injected = 0
+    for record in records:
+        if record.get("type") == "message" and record.get("injected"):
+            injected += 1
+        elif record.get("type") == "tool" and not record.get("skipped"):
+            raw = record.get("arguments") or "{}"
+            try:
+                arguments = json.loads(raw) if isinstance(raw, str) else dict(raw)
+            except (json.JSONDecodeError, TypeError, ValueError):
+                arguments = {}
+            if not isinstance(arguments, dict):
+                arguments = {}
+            output = str(record.get("output", ""))
+            events.append(ToolEvent(str(record.get("name")), arguments, output, injected))
+    return events
+
+
+def injected_messages(records: Records) -> list[str]:
+    return [
+        str(record.get("content", ""))
+        for record in records
+        if record.get("type") == "message" and record.get("injected")
+    ]
+
+
+def final_message(records: Records) -> str:
+    """What the agent said last: its `finish` summary, or its last reply without tools."""
+    for record in reversed(records):
+        if record.get("type") == "agent_end":
+            return str(record.get("message") or "")
+    return ""
+
+
+def penalty_score(penalties: list[tuple[float, str]]) -> tuple[float, list[str]]:
+    """1 minus the penalties (floored at 0), with each penalty's reason and weight."""
+    value = max(0.0, 1.0 - sum(weight for weight, _ in penalties))
+    return round(value, 4), [f"-{weight:.2f}: {reason}" for weight, reason in penalties]

@@ -1,0 +1,49 @@
+"""Each eval's graders separate its well-behaved scripted agent from its badly-behaved one,
+through the real runner: the agents are served over HTTP and reached with the `openai`
+client, the change is taken in the sandbox, and the graders score the attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from evals import EVALS
+from evals.agents import ScenarioAgent
+from evals.scenario import load_scenarios
+from harness.runner import RunOutcome
+
+pytestmark = pytest.mark.slow
+
+
+def _scores(outcome: RunOutcome, name: str) -> dict[str, float]:
+    return {r.task_id: r.scores[name].value for r in outcome.results if name in r.scores}
+
+
+@pytest.mark.parametrize("name", EVALS)
+def test_well_and_badly_behaved_agents_are_separated(
+    name: str, serve: Callable[[Any], str], run_benchmark: Callable[..., RunOutcome], tmp_path
+) -> None:
+    scenarios = load_scenarios([name])
+    assert len(scenarios) >= 12
+    outcomes = {}
+    for behaviour in ("well", "badly"):
+        agent = ScenarioAgent(scenarios, behaviour)
+        outcomes[behaviour] = run_benchmark(
+            base_url=serve(agent),
+            model=agent.models[0],
+            evals=[name],
+            out=tmp_path / behaviour,
+            concurrency=4,
+        )
+    well, badly = _scores(outcomes["well"], name), _scores(outcomes["badly"], name)
+    assert len(well) == len(scenarios), sorted(set(s.id for s in scenarios) - set(well))
+    assert len(badly) == len(scenarios), sorted(set(s.id for s in scenarios) - set(badly))
+    well_mean = sum(well.values()) / len(well)
+    badly_mean = sum(badly.values()) / len(badly)
+    assert well_mean >= 0.9, {k: v for k, v in well.items() if v < 1}
+    assert badly_mean <= 0.2, {k: v for k, v in badly.items() if v > 0}
+    summary = outcomes["well"].summary["scores"][name]
+    assert summary["attempts"] == len(scenarios)
+    assert summary["mean"] == pytest.approx(well_mean, abs=1e-4)

@@ -1,0 +1,51 @@
+"""The verification union: pytest (the default for files without `kind`), behaviour, both."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from harness.spec import (
+    AnyVerification,
+    BehaviourVerification,
+    BothVerification,
+    Verification,
+    behaviour_part,
+    pytest_part,
+    with_behaviour_checks,
+)
+
+PARSE = TypeAdapter(AnyVerification).validate_python
+TESTS = {"fail_to_pass": ["tests/test_a.py::test_a"]}
+CHECKS = {"checks": [{"grader": "intent", "params": {"expect": "answer"}}]}
+
+
+def test_a_verification_without_kind_is_pytest() -> None:
+    check = PARSE(TESTS)
+    assert isinstance(check, Verification) and check.kind == "pytest"
+    assert pytest_part(check) is check and behaviour_part(check) is None
+
+
+def test_behaviour_and_both() -> None:
+    behaviour = PARSE({"kind": "behaviour", **CHECKS})
+    assert isinstance(behaviour, BehaviourVerification)
+    assert pytest_part(behaviour) is None and behaviour.checks[0].score_key == "intent"
+    both = PARSE({"kind": "both", "pytest": TESTS, "behaviour": CHECKS})
+    assert isinstance(both, BothVerification)
+    assert pytest_part(both) == both.pytest and behaviour_part(both) == both.behaviour
+    assert both.protected_paths == both.pytest.protected_paths
+
+
+def test_bad_kinds_are_refused() -> None:
+    with pytest.raises(ValidationError):
+        PARSE({"kind": "vibes", **TESTS})
+    with pytest.raises(ValidationError):
+        PARSE({"kind": "behaviour", "checks": []})
+
+
+def test_task_behaviour_checks_add_scores_next_to_tests() -> None:
+    tests = Verification(**TESTS)
+    assert with_behaviour_checks(tests, []) is tests
+    both = with_behaviour_checks(tests, ["code_quality"])
+    assert isinstance(both, BothVerification)
+    assert [check.grader for check in both.behaviour.checks] == ["code_quality"]
