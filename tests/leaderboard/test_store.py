@@ -226,10 +226,10 @@ def test_finish_run_of_an_unknown_run_is_an_error(store: SqlStore) -> None:
 # --- attempts -------------------------------------------------------------------------------
 
 
-def test_record_upserts_one_row_holding_the_latest_result(store: SqlStore) -> None:
+def test_record_is_insert_only_and_a_retried_write_changes_nothing(store: SqlStore) -> None:
     store.start_run(make_run())
     first = make_result()
-    latest = make_result(
+    retried = make_result(
         status=Status.RESOLVED,
         failure=None,
         error=None,
@@ -239,15 +239,16 @@ def test_record_upserts_one_row_holding_the_latest_result(store: SqlStore) -> No
     )
 
     store.record("run-1", first)
-    store.record("run-1", latest)
+    store.record("run-1", first)
+    store.record("run-1", retried)
 
     assert count_attempts(store) == 1
-    assert store.attempts("run-1") == [latest]
+    assert store.attempts("run-1") == [first]
     with store.engine.connect() as conn:
         row = conn.execute(select(AttemptRow)).one()
-    assert (row.status, row.failure, row.error, row.resolved) == ("resolved", None, None, True)
-    assert row.tests == {"tests/test_a.py::test_one": "passed"}
-    assert (row.tokens_in, row.tokens_out, row.cost_usd, row.trajectory) == (1, 2, 0.5, None)
+    assert (row.status, row.failure, row.resolved) == ("failed", "tests_failed", False)
+    assert (row.tests_passed, row.tests_total, row.flags) == (1, 3, [])
+    assert (row.tokens_in, row.tokens_out, row.trajectory) == (12_345, 678, first.trajectory)
 
 
 def test_record_of_an_unknown_run_is_an_error(store: SqlStore) -> None:
@@ -322,10 +323,10 @@ def test_two_stores_on_one_database_both_write(db: Database) -> None:
     two.start_run(run)
     one.record("run-1", make_result("task-a", 0))
     two.record("run-1", make_result("task-b", 0))
-    two.record("run-1", make_result("task-a", 0, turns=99))  # one's attempt, replaced by two
+    two.record("run-1", make_result("task-a", 0, turns=99))  # one's attempt: the first stands
 
     assert one.attempt_keys("run-1") == two.attempt_keys("run-1") == {"task-a#0", "task-b#0"}
-    assert [result.turns for result in one.attempts("run-1")] == [99, 9]
+    assert [result.turns for result in one.attempts("run-1")] == [9, 9]
 
 
 def test_concurrent_writers_leave_one_row_per_attempt(db: Database) -> None:
