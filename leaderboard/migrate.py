@@ -28,7 +28,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, select, text
 
 from leaderboard.schema import Base
 
@@ -108,8 +108,22 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
             ):
                 MigrationContext.configure(conn).stamp(script_directory(), V0_REVISION)
             command.upgrade(alembic_config(conn), "heads")
+            _summarise_finished_runs(conn)
         conn.commit()
     return before, HEAD
+
+
+def _summarise_finished_runs(conn: Connection) -> None:
+    """Finished runs from before summaries existed get theirs."""
+    from leaderboard import summaries
+    from leaderboard.schema import RunRow, RunSummaryRow
+
+    missing = select(RunRow.id).where(
+        RunRow.finished_at.is_not(None),
+        ~select(RunSummaryRow.run_id).where(RunSummaryRow.run_id == RunRow.id).exists(),
+    )
+    for run_id in conn.scalars(missing).all():
+        summaries.refresh(conn, run_id)
 
 
 @contextmanager
