@@ -33,7 +33,8 @@ from leaderboard import StoreError, open_store
 from leaderboard.migrate import HEAD, V0_REVISION, heads, revision_of, upgrade
 from leaderboard.schema import AttemptRow, Base, ModelRow, RunRow, RunSummaryRow, SuiteRow
 
-# --- v0: the tables (as `create_all` made them: `Mapped[X]` is NOT NULL) as `leaderboard/schema.py` defined them before migrations (git history) ---
+# v0: the tables as leaderboard/schema.py defined them before migrations (git history),
+# as `create_all` made them (`Mapped[X]` is NOT NULL, `Mapped[X | None]` nullable).
 V0 = MetaData()
 K = 255
 V0_RUNS = Table(
