@@ -11,12 +11,14 @@ import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
+from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome, Usage
 from leaderboard import SqlStore, open_store
 
 PG_URL = os.environ.get(
@@ -87,3 +89,71 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
 def engine_for(database: Database) -> Engine:
     """A plain engine on the test database (no schema check), for setting up old schemas."""
     return create_engine(database.url, connect_args=database.connect_args or {})
+
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def generated_run(
+    store: SqlStore,
+    run_id: str,
+    outcomes: dict[str, list[bool]],
+    *,
+    model: str = "model-a",
+    config_hash: str | None = None,
+    cost: float = 0.01,
+    suite_version: str = "0.1",
+    categories: dict[str, str] | None = None,
+    finish: bool = True,
+) -> None:
+    """A run with the given outcome per task and epoch, written through the store (generated
+    rows: no agent ran; for statistics and scale, not for end-to-end behaviour)."""
+    epochs = max((len(runs) for runs in outcomes.values()), default=1)
+    store.start_run(
+        RunInfo(
+            id=run_id,
+            created_at=T0 + timedelta(minutes=len(run_id)),
+            model=model,
+            base_url="http://127.0.0.1:1/v1",
+            endpoint_label="external",
+            suite_version=suite_version,
+            config_hash=config_hash or f"hash-{run_id}",
+            config={"epochs": epochs, "tasks": dict.fromkeys(outcomes, "digest")},
+            sandbox="subprocess",
+        )
+    )
+    if categories:
+        store.describe_tasks(suite_version, dict(categories))
+    results = [
+        AttemptResult(
+            task_id=task,
+            epoch=epoch,
+            status=Status.RESOLVED if resolved else Status.FAILED,
+            failure=None if resolved else Failure.TESTS_FAILED,
+            tests={
+                "t::a": TestOutcome.PASSED,
+                "t::b": TestOutcome.PASSED if resolved else TestOutcome.FAILED,
+            },
+            usage=Usage(tokens_in=1000, tokens_out=100, cost_usd=cost, model_latency_s=2.0),
+            started_at=T0,
+            finished_at=T0 + timedelta(seconds=10),
+        )
+        for task, runs in outcomes.items()
+        for epoch, resolved in enumerate(runs)
+    ]
+    store.record_many(run_id, results)
+    if finish:
+        store.finish_run(run_id, {"complete": True})
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[SqlStore]:
+    store = open_store(f"sqlite:///{tmp_path / 'lb.sqlite'}")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def fill() -> Any:
+    """`generated_run`, for tests (they cannot import conftest)."""
+    return generated_run
