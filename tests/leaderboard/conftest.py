@@ -105,6 +105,7 @@ def generated_run(
     suite_version: str = "0.1",
     categories: dict[str, str] | None = None,
     finish: bool = True,
+    tamper: list[str] | None = None,
 ) -> None:
     """A run with the given outcome per task and epoch, written through the store (generated
     rows: no agent ran; for statistics and scale, not for end-to-end behaviour)."""
@@ -141,6 +142,15 @@ def generated_run(
         for task, runs in outcomes.items()
         for epoch, resolved in enumerate(runs)
     ]
+    for i, result in enumerate(results):
+        if result.task_id in (tamper or []):
+            results[i] = result.model_copy(
+                update={
+                    "status": Status.FAILED,
+                    "failure": Failure.GRADER_TAMPERING,
+                    "flags": ["frame-inspection: pkg/mod.py:3"],
+                }
+            )
     store.record_many(run_id, results)
     if finish:
         store.finish_run(run_id, {"complete": True})
@@ -153,7 +163,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[SqlStore]:
     store.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def fill() -> Any:
     """`generated_run`, for tests (they cannot import conftest)."""
     return generated_run
