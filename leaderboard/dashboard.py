@@ -68,7 +68,8 @@ def page(title: str, body: str, charts: bool = False, status: int = 200) -> HTML
     script = '<script src="/static/plotly.min.js"></script>' if charts else ""
     return HTMLResponse(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)} · CursorBench"
-        f"</title><link rel='icon' href='data:,'><style>{STYLE}</style>{script}</head><body><nav>{nav}</nav>"
+        f"</title><link rel='icon' href='data:,'><style>{STYLE}</style>{script}</head>"
+        f"<body><nav>{nav}</nav>"
         f"<h1>{e(title)}</h1>{body}{_DRAW if charts else ''}</body></html>",
         status_code=status,
     )
