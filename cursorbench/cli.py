@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
+from cursorbench.cli_leaderboard import register as register_leaderboard
 from cursorbench.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
 from cursorbench.report import print_run
 from cursorbench.runs import UsageError, run_request, start_run
@@ -41,6 +42,7 @@ from leaderboard import StoreError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate tasks.")
 app.add_typer(tasks_app, name="tasks")
+register_leaderboard(app)  # runs, gate, dashboard, db
 console = Console(width=None if sys.stdout.isatty() else 140)
 errors = Console(stderr=True)
 

@@ -246,6 +246,9 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     db_url = request.db or default_db_url()
     store = open_store(db_url)
     stack.callback(store.close)
+    describe = getattr(store, "describe_tasks", None)  # task categories, for the leaderboard
+    if describe is not None:
+        describe(config.suite_version, {t.task.id: t.task.category.value for t in built})
     tasks = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
     hidden = _hidden_paths(tasks, out, db_url, warnings)
     options = RunOptions(

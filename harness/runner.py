@@ -127,7 +127,7 @@ class Runner:
 
     def _fresh_run_info(self, backend: SandboxBackend) -> RunInfo:
         return RunInfo(
-            id=uuid.uuid4().hex[:12],
+            id=uuid.uuid4().hex,  # a full UUID: runs made on different machines merge
             created_at=datetime.now(UTC),
             model=self.config.model,
             base_url=self.config.base_url,

@@ -1,8 +1,10 @@
-"""The leaderboard: where benchmark runs and their attempts are stored, for later comparison.
+"""The leaderboard: where benchmark runs and their attempts are stored, compared and shown.
 
-So far this package is only the storage layer (`leaderboard.store`, `leaderboard.schema`):
-SQLite or PostgreSQL through SQLAlchemy. There is no dashboard yet, and no Alembic migrations
-yet (tables are created when missing, never altered).
+`schema` (tables), `migrate` and `migrations/` (Alembic), `store` (the runner's write path,
+SQLite and PostgreSQL), `summaries` (per-run figures), `stats` (intervals, pass@k, McNemar,
+paired bootstrap, ranks), `queries` (what the CLI and dashboard show), `gate` (candidate vs
+baseline), `transfer` (import run folders, export tables and SWE-bench predictions) and
+`dashboard` (the web page).
 """
 
 from leaderboard.store import SqlStore, Store, StoreError, open_store

@@ -1,28 +1,32 @@
 """Where runs and their attempts are kept: the `Store` interface and its SQL implementation.
 
-`open_store(url)` opens (and if needed creates) a database at any SQLAlchemy URL, e.g.
-`sqlite:///runs/leaderboard.db` or `postgresql+psycopg://user:pass@host/db`, and returns a
-`SqlStore`. Writes are idempotent, so an interrupted run can be resumed and several processes
-(or machines, with PostgreSQL) can write to the same database:
+`open_store(url)` opens a database at any SQLAlchemy URL, e.g. `sqlite:///runs/lb.db` or
+`postgresql+psycopg://user:pass@host/db`, and returns a `SqlStore`. An empty database gets the
+current schema; one at an older schema revision is refused with one line saying to run
+`cursorbench db upgrade --db URL` (see `leaderboard.migrate`). Writes are idempotent, so an
+interrupted run can be resumed and several processes (or machines, with PostgreSQL) can write
+to the same database:
 
-- `start_run` inserts the run once; starting it again with the same config hash does nothing,
-  with a different config hash it is refused.
-- `record` upserts on (run, task, epoch): recording an attempt again replaces it.
+- `start_run` inserts the run once (with its model and suite rows); starting it again with the
+  same config hash does nothing, with a different config hash it is refused.
+- `record` writes an attempt's fact row once: the row is insert-only and keyed by
+  UNIQUE(run, task, epoch), so recording the same attempt again changes nothing (the first
+  write stands). `delete_attempts` removes attempts to be run again (`--retry-errors`).
+- `finish_run` stores the runner's summary, sets the status (complete or partial) and
+  computes the run's summary rows (`leaderboard.summaries`).
 
-SQLite files are opened in WAL mode with a busy timeout, so concurrent writers wait for each
-other rather than fail; WAL needs a local filesystem (not NFS). Every failure to open, read or
-write is raised as `StoreError` with a one-line message naming the URL, password masked.
+SQLite files are opened in WAL mode with a busy timeout and foreign keys on, so concurrent
+writers wait for each other rather than fail; WAL needs a local filesystem (not NFS). Every
+failure to open, read or write is raised as `StoreError` with a one-line message naming the
+URL, password masked.
 
-Not covered here: the dashboard and CLI that read the store (only the read helpers they need
-are), and schema migrations (no Alembic yet; missing tables are created, existing ones are never
-altered, see `leaderboard.schema`).
+Not covered here: the queries behind the CLI and the dashboard (`leaderboard.queries`).
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,20 +38,19 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     IntegrityError,
     NoSuchModuleError,
-    OperationalError,
-    ProgrammingError,
     SQLAlchemyError,
     StatementError,
 )
 from sqlalchemy.orm import Session
 
 from harness.results import AttemptResult, RunInfo
-from leaderboard.schema import AttemptRow, Base, RunRow
+from leaderboard import rows, summaries
+from leaderboard.migrate import SchemaOutOfDate, ensure_current
+from leaderboard.schema import AttemptRow, CheckpointRow, RunRow
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another one before giving up
 CONNECT_TIMEOUT_S = 10  # how long to wait for a PostgreSQL server before giving up
 MAX_REASON_CHARS = 300
-CREATE_TRIES = 5  # see _create_tables
 
 
 class StoreError(Exception):
@@ -71,12 +74,9 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_store(url: str, *, connect_args: dict[str, Any] | None = None) -> SqlStore:
-    """Open the database at `url`, creating its tables (and a SQLite file's folder) if missing.
-
-    `connect_args` go to the driver's connect(), e.g. `{"options": "-csearch_path=myschema"}`
-    for psycopg.
-    """
+def open_engine(url: str, *, connect_args: dict[str, Any] | None = None) -> Engine:
+    """An engine for `url` with the settings every user of the store needs (SQLite: WAL,
+    busy timeout, foreign keys; PostgreSQL: a connect timeout). Nothing is checked yet."""
     shown = mask_url(url)
     try:
         parsed = make_url(url)
@@ -95,8 +95,23 @@ def open_store(url: str, *, connect_args: dict[str, Any] | None = None) -> SqlSt
         raise StoreError(_message("open", shown, exc, url)) from exc
     if sqlite:
         event.listen(engine, "connect", _set_sqlite_pragmas)
+    return engine
+
+
+def open_store(url: str, *, connect_args: dict[str, Any] | None = None) -> SqlStore:
+    """Open the database at `url`; an empty one gets the current schema, an out-of-date one
+    is refused (`StoreError` saying to run `cursorbench db upgrade`).
+
+    `connect_args` go to the driver's connect(), e.g. `{"options": "-csearch_path=myschema"}`
+    for psycopg.
+    """
+    engine = open_engine(url, connect_args=connect_args)
+    shown = mask_url(url)
     try:
-        _create_tables(engine)
+        ensure_current(engine, shown)
+    except SchemaOutOfDate as exc:
+        engine.dispose()
+        raise StoreError(str(exc)) from exc
     except SQLAlchemyError as exc:
         engine.dispose()
         raise StoreError(_message("open", shown, exc, url)) from exc
@@ -110,6 +125,7 @@ class SqlStore:
         self._engine = engine
         self._url = url
         self.url = mask_url(url)  # safe to print
+        self._folders: dict[str, Path | None] = {}
 
     @property
     def engine(self) -> Engine:
@@ -123,24 +139,46 @@ class SqlStore:
                 self._start_run_once(run)
             except IntegrityError:  # another writer inserted it between our select and insert
                 self._start_run_once(run)
+        self._folders[run.id] = Path(run.out_dir) if run.out_dir else None
 
     def record(self, run_id: str, result: AttemptResult) -> None:
-        values = _attempt_values(run_id, result)
-        with self._errors("write to"):
-            try:
-                self._record_once(values)
-            except IntegrityError:  # another writer inserted it: the retry finds it, updates
-                self._record_once(values)
+        """Write the attempt's fact row, its metrics and trajectory reference, once."""
+        self.record_many(run_id, [result])
+
+    def record_many(
+        self, run_id: str, results: Iterable[AttemptResult], keep_trajectories: bool = False
+    ) -> None:
+        """`record` for many attempts in one transaction (imports, bulk loads); with
+        `keep_trajectories` the trajectory files' bytes are stored too."""
+        folder = self._folder(run_id)
+        attempts, metrics, trajectories = [], [], []
+        for result in results:
+            attempts.append(rows.attempt_values(run_id, result))
+            metrics.extend(rows.metric_rows(run_id, result))
+            found = rows.trajectory_row(run_id, result, folder, keep_trajectories)
+            if found is not None:
+                trajectories.append(found)
+        with self._errors("write to"), self._engine.begin() as conn:
+            if conn.execute(select(RunRow.id).where(RunRow.id == run_id)).first() is None:
+                raise StoreError(
+                    f"cannot record an attempt of run {run_id!r}: no such run in '{self.url}' "
+                    "(start_run it first)"
+                )
+            rows.insert_ignoring(conn, AttemptRow.__table__, attempts)
+            rows.insert_ignoring(conn, rows.METRICS_TABLE, metrics)
+            rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
 
     def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
+        status = "complete" if summary.get("complete", True) else "partial"
         with self._errors("write to"), self._engine.begin() as conn:
             done = conn.execute(
                 update(RunRow)
                 .where(RunRow.id == run_id)
-                .values(finished_at=datetime.now(UTC), summary=summary)
+                .values(finished_at=datetime.now(UTC), summary=summary, status=status)
             )
             if done.rowcount == 0:
                 raise StoreError(f"cannot finish run {run_id!r}: no such run in '{self.url}'")
+            summaries.refresh(conn, run_id)
 
     def delete_attempts(self, run_id: str, keys: set[str]) -> None:
         """Forget the given attempts (`task_id#epoch` keys) of a run; unknown keys are ignored."""
@@ -155,6 +193,40 @@ class SqlStore:
         with self._errors("write to"), self._engine.begin() as conn:
             conn.execute(statement, params)
 
+    def delete_run(self, run_id: str) -> bool:
+        """Delete a run and everything recorded for it; False if there was no such run."""
+        with self._errors("write to"), self._engine.begin() as conn:
+            return conn.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount > 0
+
+    def describe_tasks(self, suite_version: str, categories: dict[str, str | None]) -> None:
+        """Record the category of each task of a suite version (the runner knows them)."""
+        with self._errors("write to"), self._engine.begin() as conn:
+            rows.describe_tasks(conn, rows.suite_id(conn, suite_version), categories)
+
+    def attach_checkpoint(
+        self, run_id: str, training_run: str, step: int, tokens_seen: int | None = None
+    ) -> str:
+        """Mark a run as the evaluation of a training run's checkpoint; returns its id."""
+        with self._errors("write to"), self._engine.begin() as conn:
+            if conn.execute(select(RunRow.id).where(RunRow.id == run_id)).first() is None:
+                raise StoreError(f"no run {run_id!r} in '{self.url}'")
+            checkpoint = rows.checkpoint_id(conn, training_run, step, tokens_seen)
+            conn.execute(update(RunRow).where(RunRow.id == run_id).values(checkpoint_id=checkpoint))
+            return checkpoint
+
+    def record_gate(self, checkpoint_id: str, baseline: str, decision: str, detail: dict) -> None:
+        with self._errors("write to"), self._engine.begin() as conn:
+            conn.execute(
+                update(CheckpointRow)
+                .where(CheckpointRow.id == checkpoint_id)
+                .values(
+                    gate_decision=decision,
+                    gate_baseline=baseline,
+                    gate_detail=detail,
+                    gated_at=datetime.now(UTC),
+                )
+            )
+
     def close(self) -> None:
         self._engine.dispose()
 
@@ -168,14 +240,14 @@ class SqlStore:
     def runs(self) -> list[RunInfo]:
         """Every run, newest first."""
         with self._errors("read from"), Session(self._engine) as session:
-            rows = session.scalars(select(RunRow)).all()
-            infos = [_run_info(row) for row in rows]
+            found = session.scalars(select(RunRow)).all()
+            infos = [rows.run_info(row) for row in found]
         return sorted(infos, key=lambda run: (run.created_at, run.id), reverse=True)
 
     def run(self, run_id: str) -> RunInfo | None:
         with self._errors("read from"), Session(self._engine) as session:
             row = session.get(RunRow, run_id)
-            return None if row is None else _run_info(row)
+            return None if row is None else rows.run_info(row)
 
     def attempts(self, run_id: str) -> list[AttemptResult]:
         """The run's attempts as recorded, ordered by task id, then epoch."""
@@ -191,36 +263,31 @@ class SqlStore:
 
     # --- internals ------------------------------------------------------------------------
 
+    def _folder(self, run_id: str) -> Path | None:
+        if run_id not in self._folders:
+            with self._errors("read from"), self._engine.connect() as conn:
+                out = conn.execute(select(RunRow.out_dir).where(RunRow.id == run_id)).scalar()
+            self._folders[run_id] = Path(out) if out else None
+        return self._folders[run_id]
+
     def _start_run_once(self, run: RunInfo) -> None:
         with self._engine.begin() as conn:
             found = conn.execute(select(RunRow.config_hash).where(RunRow.id == run.id)).first()
             if found is None:
-                conn.execute(insert(RunRow).values(**_run_values(run)))
+                values = rows.run_values(run)
+                values["model_id"] = rows.model_id(conn, run.model)
+                values["suite_id"] = rows.suite_id(conn, run.suite_version)
+                values |= _provenance()
+                conn.execute(insert(RunRow).values(**values))
+                tasks = run.config.get("tasks")
+                if isinstance(tasks, dict):
+                    known = dict.fromkeys(map(str, tasks))
+                    rows.describe_tasks(conn, values["suite_id"], known)
             elif found.config_hash != run.config_hash:
                 raise StoreError(
                     f"run {run.id!r} already exists in '{self.url}' with config hash "
                     f"{found.config_hash!r}, not {run.config_hash!r}; use a new run id"
                 )
-
-    def _record_once(self, values: dict[str, Any]) -> None:
-        run_id = values["run_id"]
-        with self._engine.begin() as conn:
-            found = conn.execute(
-                select(AttemptRow.id).where(
-                    AttemptRow.run_id == run_id,
-                    AttemptRow.task_id == values["task_id"],
-                    AttemptRow.epoch == values["epoch"],
-                )
-            ).scalar_one_or_none()
-            if found is not None:
-                conn.execute(update(AttemptRow).where(AttemptRow.id == found).values(**values))
-                return
-            if conn.execute(select(RunRow.id).where(RunRow.id == run_id)).first() is None:
-                raise StoreError(
-                    f"cannot record an attempt of run {run_id!r}: no such run in '{self.url}' "
-                    "(start_run it first)"
-                )
-            conn.execute(insert(AttemptRow).values(**values))
 
     @contextmanager
     def _errors(self, action: str) -> Iterator[None]:
@@ -230,69 +297,43 @@ class SqlStore:
             raise StoreError(_message(action, self.url, exc, self._url)) from exc
 
 
-# --- rows <-> harness data ------------------------------------------------------------------
+def _provenance() -> dict[str, str | None]:
+    """The harness version and, in a git checkout, its commit: who wrote the run."""
+    return {"harness_version": _harness_version(), "git_sha": _git_sha()}
 
 
-def _run_values(run: RunInfo) -> dict[str, Any]:
-    as_json = run.model_dump(mode="json", include={"config", "warnings"})
-    return {
-        "id": run.id,
-        "created_at": run.created_at,
-        "model": run.model,
-        "base_url": run.base_url,
-        "endpoint_label": run.endpoint_label,
-        "suite_version": run.suite_version,
-        "config_hash": run.config_hash,
-        "config": as_json["config"],
-        "sandbox": run.sandbox,
-        "warnings": as_json["warnings"],
-        "out_dir": run.out_dir,
-    }
+_CACHED: dict[str, str | None] = {}
 
 
-def _run_info(row: RunRow) -> RunInfo:
-    return RunInfo(
-        id=row.id,
-        created_at=row.created_at,
-        model=row.model,
-        base_url=row.base_url,
-        endpoint_label=row.endpoint_label,
-        suite_version=row.suite_version,
-        config_hash=row.config_hash,
-        config=row.config,
-        sandbox=row.sandbox,
-        warnings=row.warnings,
-        out_dir=row.out_dir,
-    )
+def _harness_version() -> str | None:
+    if "version" not in _CACHED:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            _CACHED["version"] = version("cursorbench")
+        except PackageNotFoundError:
+            _CACHED["version"] = None
+    return _CACHED["version"]
 
 
-def _attempt_values(run_id: str, result: AttemptResult) -> dict[str, Any]:
-    usage = result.usage
-    return {
-        "run_id": run_id,
-        "task_id": result.task_id,
-        "epoch": result.epoch,
-        "status": result.status.value,
-        "failure": None if result.failure is None else result.failure.value,
-        "error": result.error,
-        "resolved": result.resolved,
-        "tests": {node: outcome.value for node, outcome in result.tests.items()},
-        "diff_lines_added": result.diff_lines_added,
-        "diff_lines_removed": result.diff_lines_removed,
-        "tokens_in": usage.tokens_in,
-        "tokens_out": usage.tokens_out,
-        "cost_usd": usage.cost_usd,
-        "model_calls": usage.model_calls,
-        "model_latency_s": usage.model_latency_s,
-        "retries": usage.retries,
-        "turns": result.turns,
-        "tool_calls": result.tool_calls,
-        "wall_time_s": result.wall_time_s,
-        "started_at": result.started_at,
-        "finished_at": result.finished_at,
-        "trajectory": result.trajectory,
-        "result": result.model_dump(mode="json"),
-    }
+def _git_sha() -> str | None:
+    if "sha" not in _CACHED:
+        import subprocess
+
+        root = Path(__file__).resolve().parent.parent
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
+            )
+            sha = done.stdout.strip()
+            _CACHED["sha"] = sha if done.returncode == 0 and len(sha) == 40 else None
+        except (OSError, subprocess.SubprocessError):
+            _CACHED["sha"] = None
+    return _CACHED["sha"]
 
 
 def _split_key(key: str) -> tuple[str, int]:
@@ -314,25 +355,6 @@ def _make_sqlite_folder(url: URL) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OSError(f"cannot create folder '{folder}': {exc.strerror or exc}") from exc
-
-
-def _create_tables(engine: Engine) -> None:
-    """Create missing tables, even while other processes open the same new database.
-
-    `create_all` checks, then creates: two processes can both see no table and both create it.
-    The loser gets "already exists" (or, on PostgreSQL, a duplicate key in its catalog) and
-    simply checks again; connection errors are raised at once, without retrying.
-    """
-    with engine.connect() as conn:
-        for attempt in range(1, CREATE_TRIES + 1):
-            try:
-                with conn.begin():
-                    Base.metadata.create_all(conn)
-                return
-            except (OperationalError, ProgrammingError, IntegrityError):
-                if attempt == CREATE_TRIES or conn.invalidated:
-                    raise
-                time.sleep(0.05 * attempt)
 
 
 def _takes_connect_timeout(url: URL) -> bool:

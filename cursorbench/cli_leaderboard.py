@@ -1,0 +1,402 @@
+"""The leaderboard's commands: `runs` (list, show, compare, delete, export, import, checkpoint),
+`gate`, `dashboard` and `db` (upgrade, current). `register(app)` adds them to `cursorbench`.
+
+Every command takes `--db URL` (default: env `CURSORBENCH_DB`, else the same SQLite file
+`cursorbench run` writes). Exit status: 0 ok, 2 bad input (an unknown run, a bad URL, an
+out-of-date schema: one line on stderr); `gate`: 0 pass, 1 fail (and inconclusive unless the
+rules say otherwise), 2 error.
+
+Not covered here: what the numbers mean (`leaderboard.queries`, `leaderboard.stats`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy.exc import SQLAlchemyError
+
+from leaderboard import StoreError, open_store, queries
+from leaderboard.gate import GateError, gate, load_rules
+from leaderboard.migrate import SchemaOutOfDate
+from leaderboard.store import SqlStore, mask_url, open_engine
+from leaderboard.transfer import (
+    EXPORT_FORMATS,
+    TransferError,
+    attempts_query,
+    import_run_dir,
+    swebench_predictions,
+    to_frame,
+    write_frame,
+    write_swebench,
+)
+
+EXIT_BAD_INPUT = 2
+ERRORS = (StoreError, GateError, queries.QueryError, TransferError, SchemaOutOfDate)
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+runs_app = typer.Typer(no_args_is_help=True, help="List, show, compare, export runs in the store.")
+db_app = typer.Typer(no_args_is_help=True, help="The results database: schema upgrades.")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLAlchemy URL [env CURSORBENCH_DB, else the default SQLite file]."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(runs_app, name="runs")
+    app.add_typer(db_app, name="db")
+    app.command("gate")(gate_command)
+    app.command("dashboard")(dashboard_command)
+
+
+def one_line_errors(function: F) -> F:
+    """Known errors become one line on stderr and exit status 2."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except ERRORS as error:
+            print(f"error: {error}", file=sys.stderr)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _url(db: str | None) -> str:
+    from cursorbench.runs import default_db_url
+
+    return db or default_db_url()
+
+
+def _store(db: str | None) -> SqlStore:
+    return open_store(_url(db))
+
+
+def _reason(error: SQLAlchemyError) -> str:
+    return " ".join(str(getattr(error, "orig", None) or error).split())[:300]
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _interval(score: float, low: float, high: float) -> str:
+    return f"{score:.1%} [{low:.1%}, {high:.1%}]"
+
+
+# --- runs ---------------------------------------------------------------------------------
+
+
+@runs_app.command("list")
+@one_line_errors
+def runs_list(
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    suite: Annotated[str | None, typer.Option(help="NAME or NAME@VERSION.")] = None,
+    model: Annotated[str | None, typer.Option()] = None,
+    category: Annotated[str | None, typer.Option(help="Score on one task category.")] = None,
+    eval_name: Annotated[str | None, typer.Option("--eval", help="Score on one eval.")] = None,
+    training_run: Annotated[str | None, typer.Option()] = None,
+) -> None:
+    """Every run: id, model, suite, started, complete or not, resolved rate with its 95%
+    interval, CI-aware rank, cost; for checkpoint runs the training run, step and gate."""
+    filters = queries.Filters(
+        suite=suite, model=model, category=category, eval=eval_name, training_run=training_run
+    )
+    store = _store(db)
+    try:
+        with store.engine.connect() as conn:
+            rows = queries.leaderboard(conn, filters)
+    finally:
+        store.close()
+    if as_json:
+        _print_json([row.model_dump(mode="json") for row in rows])
+        return
+    if not rows:
+        console.print(f"no runs in '{store.url}' (`cursorbench run` adds one)")
+        return
+    table = Table("rank", "run", "model", "suite", "started", "complete", "score [95% CI]")
+    for column in ("attempts", "cost $", "checkpoint", "gate", "note"):
+        table.add_column(column)
+    for row in rows:
+        notes = []
+        if row.repeat_of:
+            notes.append(f"repeat of {row.repeat_of[:12]}")
+        if row.tampering:
+            notes.append(f"{row.tampering} tampering")
+        table.add_row(
+            str(row.rank),
+            row.run_id,
+            row.model,
+            f"{row.suite}@{row.version}",
+            row.started.strftime("%Y-%m-%d %H:%M"),
+            "yes" if row.complete else row.status,
+            _interval(row.score, row.low, row.high),
+            str(row.attempts),
+            f"{row.cost_usd:.2f}",
+            f"{row.training_run}@{row.step}" if row.training_run else "",
+            row.gate_decision or "",
+            "; ".join(notes),
+        )
+    console.print(table)
+
+
+@runs_app.command("show")
+@one_line_errors
+def runs_show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """One run: identity, figures, breakdowns per category and eval, attempts."""
+    store = _store(db)
+    try:
+        with store.engine.connect() as conn:
+            detail = queries.run_detail(conn, run_id)
+    finally:
+        store.close()
+    if as_json:
+        _print_json(detail.model_dump(mode="json"))
+        return
+    figures = detail.figures
+    console.print(
+        f"[bold]{detail.run_id}[/] {detail.model} suite {detail.suite_version} "
+        f"status {detail.status}, config {detail.config_hash}"
+    )
+    if detail.repeats:
+        console.print(f"same config as: {', '.join(detail.repeats)}")
+    if detail.training_run:
+        console.print(
+            f"checkpoint {detail.training_run} step {detail.step}, gate {detail.gate_decision}"
+        )
+    if figures:
+        console.print(
+            f"resolved {figures['resolved']}/{figures['attempts']} "
+            + _interval(figures["resolved_rate"], figures["rate_low"], figures["rate_high"])
+            + f", cost ${figures['cost_usd'] or 0:.4f}"
+        )
+    breakdown = Table("kind", "key", "n", "mean [95% CI]")
+    for row in detail.breakdowns:
+        breakdown.add_row(
+            row["kind"], row["key"], str(row["n"]), _interval(row["mean"], row["low"], row["high"])
+        )
+    console.print(breakdown)
+    attempts = Table("task", "epoch", "category", "status", "failure", "flags", "cost $")
+    for line in detail.attempts:
+        attempts.add_row(
+            line.task_id,
+            str(line.epoch),
+            line.category or "",
+            line.status,
+            line.failure or "",
+            str(len(line.flags)) if line.flags else "",
+            f"{line.cost_usd:.4f}",
+        )
+    console.print(attempts)
+
+
+@runs_app.command("compare")
+@one_line_errors
+def runs_compare(first: str, second: str, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """SECOND minus FIRST on their shared attempts: the tasks that flipped, exact McNemar,
+    paired bootstrap intervals for resolved rate, tests passed, cost and latency."""
+    store = _store(db)
+    try:
+        with store.engine.connect() as conn:
+            comparison = queries.compare(conn, first, second)
+    finally:
+        store.close()
+    if as_json:
+        _print_json(comparison.model_dump(mode="json"))
+        return
+    c = comparison
+    console.print(f"{second} vs {first}: {c.shared_tasks} tasks, {c.shared_attempts} attempts")
+    table = Table("measure", "difference", "95% CI")
+    for name in ("resolved", "tests_passed", "cost_usd", "latency_s"):
+        paired = getattr(c, name)
+        table.add_row(name, f"{paired.difference:+.4f}", f"[{paired.low:+.4f}, {paired.high:+.4f}]")
+    console.print(table)
+    console.print(
+        f"McNemar exact p = {c.mcnemar_p:.4g} ({c.first_only} resolved by {first} only, "
+        f"{c.second_only} by {second} only)"
+    )
+    for label, flips in (("gained", c.gained), ("lost", c.lost)):
+        for flip in flips:
+            console.print(f"  {label}: {flip.task_id} {flip.first:.2f} -> {flip.second:.2f}")
+
+
+@runs_app.command("delete")
+@one_line_errors
+def runs_delete(run_id: str, db: DbOption = None) -> None:
+    """Delete a run and all it recorded (the run folder stays)."""
+    store = _store(db)
+    try:
+        if not store.delete_run(run_id):
+            raise queries.QueryError(f"no run {run_id!r} in '{store.url}'")
+    finally:
+        store.close()
+    console.print(f"deleted run {run_id}")
+
+
+@runs_app.command("export")
+@one_line_errors
+def runs_export(
+    run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to export [all].")] = None,
+    out: Annotated[Path, typer.Option(help="File to write.")] = Path("attempts.csv"),
+    fmt: Annotated[str, typer.Option("--format", help=", ".join(EXPORT_FORMATS))] = "csv",
+    sql: Annotated[str | None, typer.Option(help="Export this SQL query instead.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Attempts (or any `--sql` query) to CSV, Parquet or JSONL; `--format swebench` writes
+    one run's predictions as SWE-bench JSONL (instance_id, model_name_or_path, model_patch)."""
+    if fmt not in EXPORT_FORMATS:
+        raise TransferError(f"--format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
+    store = _store(db)
+    try:
+        with store.engine.connect() as conn:
+            if fmt == "swebench":
+                if not run_ids or len(run_ids) != 1:
+                    raise TransferError("--format swebench exports exactly one run")
+                predictions = swebench_predictions(conn, run_ids[0])
+                write_swebench(predictions, out)
+                count = len(predictions)
+            else:
+                frame = to_frame(conn, sql if sql else attempts_query(run_ids))
+                write_frame(frame, out, fmt)
+                count = len(frame)
+    except OSError as error:
+        raise TransferError(f"cannot write {out}: {error.strerror or error}") from None
+    finally:
+        store.close()
+    console.print(f"wrote {count} rows to {out}")
+
+
+@runs_app.command("import")
+@one_line_errors
+def runs_import(
+    folders: Annotated[list[Path], typer.Argument(help="Run folders written by `run --out`.")],
+    db: DbOption = None,
+    with_trajectories: Annotated[
+        bool, typer.Option(help="Store trajectory files' bytes in the database too.")
+    ] = False,
+) -> None:
+    """Load run folders into the store (idempotent)."""
+    store = _store(db)
+    try:
+        for folder in folders:
+            run_id, count = import_run_dir(store, folder, with_trajectories)
+            console.print(f"{folder}: run {run_id}, {count} attempts")
+    finally:
+        store.close()
+
+
+@runs_app.command("checkpoint")
+@one_line_errors
+def runs_checkpoint(
+    run_id: str,
+    training_run: Annotated[str, typer.Option(help="The training run's name.")],
+    step: Annotated[int, typer.Option(min=0)],
+    tokens_seen: Annotated[int | None, typer.Option(min=0)] = None,
+    db: DbOption = None,
+) -> None:
+    """Mark a run as the evaluation of a training run's checkpoint."""
+    store = _store(db)
+    try:
+        checkpoint = store.attach_checkpoint(run_id, training_run, step, tokens_seen)
+    finally:
+        store.close()
+    console.print(f"run {run_id} is checkpoint {checkpoint} ({training_run} step {step})")
+
+
+# --- gate, dashboard, db ----------------------------------------------------------------------
+
+
+def gate_command(
+    candidate: Annotated[str, typer.Option(help="Run id of the candidate.")],
+    baseline: Annotated[str, typer.Option(help="Run id of the baseline.")],
+    rules: Annotated[Path | None, typer.Option(help="Rules file (YAML or JSON).")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Also write the summary here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write JSON here.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Is the candidate at least as good as the baseline? Exit 0 pass, 1 fail, 2 error.
+    Prints a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)."""
+    try:
+        decision_rules = load_rules(rules)
+        store = _store(db)
+        try:
+            decision = gate(candidate, baseline, decision_rules, store)
+        finally:
+            store.close()
+        text = decision.to_markdown()
+        for path, content in ((markdown, text), (json_out, decision.to_json())):
+            if path is not None:
+                path.write_text(content, encoding="utf-8")
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as out:
+                out.write(text)
+    except (*ERRORS, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    print(text, end="")
+    raise typer.Exit(decision.exit_code)
+
+
+@one_line_errors
+def dashboard_command(
+    db: DbOption = None,
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535)] = 8050,
+) -> None:
+    """Serve the leaderboard web page (open the printed URL)."""
+    from leaderboard.dashboard import serve
+
+    serve(_url(db), host, port)
+
+
+@db_app.command("upgrade")
+@one_line_errors
+def db_upgrade(db: DbOption = None) -> None:
+    """Migrate the database to the schema this version writes (creating it if empty)."""
+    from leaderboard.migrate import upgrade
+
+    engine = open_engine(_url(db))
+    try:
+        before, after = upgrade(engine)
+    except SQLAlchemyError as error:
+        raise StoreError(f"cannot upgrade '{mask_url(_url(db))}': {_reason(error)}") from None
+    finally:
+        engine.dispose()
+    if before == after:
+        console.print(f"already at {after}")
+    else:
+        console.print(f"upgraded {before or 'empty database'} -> {after}")
+
+
+@db_app.command("current")
+@one_line_errors
+def db_current(db: DbOption = None) -> None:
+    """Print the database's schema revision and the one this version needs."""
+    from leaderboard.migrate import HEAD, revision_of
+
+    engine = open_engine(_url(db))
+    try:
+        with engine.connect() as conn:
+            revision = revision_of(conn)
+    except SQLAlchemyError as error:
+        raise StoreError(f"cannot read '{mask_url(_url(db))}': {_reason(error)}") from None
+    finally:
+        engine.dispose()
+    console.print(f"database {revision or 'empty'}; this version writes {HEAD}")

@@ -1,0 +1,212 @@
+"""Rows <-> harness data, and the small writes every writer shares.
+
+`run_values`/`run_info` and `attempt_values` convert between `RunInfo`/`AttemptResult` and
+table rows; `attempt_children` gives an attempt's metric rows. `insert_ignoring` is the
+insert-only write: rows whose key already exists are skipped (ON CONFLICT DO NOTHING on
+SQLite and PostgreSQL), so a retried write never duplicates. `model_id`, `suite_id` and
+`checkpoint_id` find or create dimension rows, safe against concurrent writers.
+
+Not covered here: transactions and error messages (`leaderboard.store`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Table, select
+
+from harness.results import AttemptResult, RunInfo, TestOutcome
+from leaderboard.schema import (
+    AttemptMetricRow,
+    CheckpointRow,
+    ModelRow,
+    RunRow,
+    SuiteRow,
+    TaskRow,
+    TrainingRunRow,
+    TrajectoryRow,
+)
+
+SUITE_NAME = "cursorbench"  # the bundled suite; runs name no other yet
+METRIC_FIELDS = ("wait_s", "estimated_calls", "truncated_replies")  # Usage fields without columns
+
+
+def insert_ignoring(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows; any whose primary or unique key already exists is skipped."""
+    if not rows:
+        return
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    elif dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:  # pragma: no cover - only SQLite and PostgreSQL are supported
+        raise NotImplementedError(f"insert-only writes are not implemented for {dialect}")
+    conn.execute(dialect_insert(table).on_conflict_do_nothing(), list(rows))
+
+
+def _get_or_create(conn: Connection, table: Table, key: dict[str, Any]) -> Any:
+    where = [table.c[name] == value for name, value in key.items()]
+    found = conn.execute(select(table.c.id).where(*where)).scalar_one_or_none()
+    if found is not None:
+        return found
+    insert_ignoring(conn, table, [key])
+    return conn.execute(select(table.c.id).where(*where)).scalar_one()
+
+
+def model_id(conn: Connection, name: str) -> int:
+    return _get_or_create(conn, ModelRow.__table__, {"name": name})
+
+
+def suite_id(conn: Connection, version: str, name: str = SUITE_NAME) -> int:
+    return _get_or_create(conn, SuiteRow.__table__, {"name": name, "version": version})
+
+
+def describe_tasks(conn: Connection, suite: int, categories: dict[str, str | None]) -> None:
+    """Add the suite's tasks; a known task without a category gets the one given."""
+    table = TaskRow.__table__
+    insert_ignoring(
+        conn,
+        table,
+        [{"suite_id": suite, "task_id": task, "category": cat} for task, cat in categories.items()],
+    )
+    for task, category in categories.items():
+        if category is not None:
+            conn.execute(
+                table.update()
+                .where(
+                    table.c.suite_id == suite, table.c.task_id == task, table.c.category.is_(None)
+                )
+                .values(category=category)
+            )
+
+
+def checkpoint_id(conn: Connection, training_run: str, step: int, tokens_seen: int | None) -> str:
+    runs = TrainingRunRow.__table__
+    now = datetime.now(UTC)
+    insert_ignoring(
+        conn, runs, [{"id": str(uuid.uuid4()), "name": training_run, "created_at": now}]
+    )
+    training_id = conn.execute(select(runs.c.id).where(runs.c.name == training_run)).scalar_one()
+    table = CheckpointRow.__table__
+    row = {
+        "id": str(uuid.uuid4()),
+        "training_run_id": training_id,
+        "step": step,
+        "tokens_seen": tokens_seen,
+        "created_at": now,
+    }
+    insert_ignoring(conn, table, [row])
+    where = (table.c.training_run_id == training_id, table.c.step == step)
+    found = conn.execute(select(table.c.id, table.c.tokens_seen).where(*where)).one()
+    if tokens_seen is not None and found.tokens_seen is None:
+        conn.execute(table.update().where(*where).values(tokens_seen=tokens_seen))
+    return found.id
+
+
+def run_values(run: RunInfo) -> dict[str, Any]:
+    as_json = run.model_dump(mode="json", include={"config", "warnings"})
+    epochs = run.config.get("epochs")
+    return {
+        "id": run.id,
+        "created_at": run.created_at,
+        "model": run.model,
+        "base_url": run.base_url,
+        "endpoint_label": run.endpoint_label,
+        "suite_version": run.suite_version,
+        "config_hash": run.config_hash,
+        "config": as_json["config"],
+        "sandbox": run.sandbox,
+        "warnings": as_json["warnings"],
+        "out_dir": run.out_dir,
+        "epochs": epochs if isinstance(epochs, int) else None,
+        "status": "running",
+    }
+
+
+def run_info(row: RunRow) -> RunInfo:
+    return RunInfo(
+        id=row.id,
+        created_at=row.created_at,
+        model=row.model,
+        base_url=row.base_url,
+        endpoint_label=row.endpoint_label,
+        suite_version=row.suite_version,
+        config_hash=row.config_hash,
+        config=row.config,
+        sandbox=row.sandbox,
+        warnings=row.warnings,
+        out_dir=row.out_dir,
+    )
+
+
+def attempt_values(run_id: str, result: AttemptResult) -> dict[str, Any]:
+    usage = result.usage
+    return {
+        "run_id": run_id,
+        "task_id": result.task_id,
+        "epoch": result.epoch,
+        "status": result.status.value,
+        "failure": None if result.failure is None else result.failure.value,
+        "error": result.error,
+        "resolved": result.resolved,
+        "tests": {node: outcome.value for node, outcome in result.tests.items()},
+        "diff_lines_added": result.diff_lines_added,
+        "diff_lines_removed": result.diff_lines_removed,
+        "tokens_in": usage.tokens_in,
+        "tokens_out": usage.tokens_out,
+        "cost_usd": usage.cost_usd,
+        "model_calls": usage.model_calls,
+        "model_latency_s": usage.model_latency_s,
+        "retries": usage.retries,
+        "turns": result.turns,
+        "tool_calls": result.tool_calls,
+        "wall_time_s": result.wall_time_s,
+        "started_at": result.started_at,
+        "finished_at": result.finished_at,
+        "trajectory": result.trajectory,
+        "result": result.model_dump(mode="json"),
+        "flags": list(result.flags),
+        "tests_passed": sum(o is TestOutcome.PASSED for o in result.tests.values()),
+        "tests_total": len(result.tests),
+    }
+
+
+def metric_rows(run_id: str, result: AttemptResult) -> list[dict[str, Any]]:
+    """The attempt's usage figures that have no column, where not zero."""
+    key = {"run_id": run_id, "task_id": result.task_id, "epoch": result.epoch}
+    usage = result.usage.model_dump()
+    return [
+        key | {"key": name, "value": float(usage[name])} for name in METRIC_FIELDS if usage[name]
+    ]
+
+
+def trajectory_row(
+    run_id: str, result: AttemptResult, run_folder: Path | None, keep_blob: bool = False
+) -> dict[str, Any] | None:
+    """Path, sha256 and size (and with `keep_blob` the bytes) of the attempt's trajectory file,
+    if it can be read."""
+    if result.trajectory is None or run_folder is None:
+        return None
+    try:
+        data = (run_folder / result.trajectory).read_bytes()
+    except OSError:
+        return None
+    return {
+        "run_id": run_id,
+        "task_id": result.task_id,
+        "epoch": result.epoch,
+        "path": result.trajectory,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "size": len(data),
+        "blob": data if keep_blob else None,
+    }
+
+
+METRICS_TABLE = AttemptMetricRow.__table__
+TRAJECTORIES_TABLE = TrajectoryRow.__table__

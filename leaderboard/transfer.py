@@ -1,0 +1,127 @@
+"""Moving runs in and out of the store: load a run folder (`--out`), export any query to a
+pandas DataFrame, CSV or Parquet, and a run's predictions in SWE-bench's JSONL format
+(`instance_id`, `model_name_or_path`, `model_patch`).
+
+Loading is idempotent like every write (insert-only rows): loading a folder twice, or one the
+runner already recorded, adds nothing. The run keeps its id and config hash, so a folder
+loaded on another machine merges with runs recorded there.
+
+Not covered here: which rows a view shows (`leaderboard.queries`). pandas and pyarrow come with
+the `export` extra (and `dev`); they are imported only when a DataFrame is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from sqlalchemy import Connection, Select, select, text
+
+from harness.results import in_order
+from harness.rundir import RunDir, RunDirError
+from harness.runner import RunConfig
+from harness.summary import summarize
+from leaderboard.queries import attempt_view
+from leaderboard.schema import AttemptRow, RunRow
+from leaderboard.store import SqlStore
+
+if TYPE_CHECKING:
+    import pandas
+
+EXPORT_FORMATS = ("csv", "parquet", "jsonl", "swebench")
+
+
+class TransferError(Exception):
+    """A folder that is not a run, a format not known (one line)."""
+
+
+def import_run_dir(
+    store: SqlStore, folder: Path, keep_trajectories: bool = False
+) -> tuple[str, int]:
+    """Record a run folder's run and attempts; returns (run id, attempts in the folder)."""
+    run_dir = RunDir(folder)
+    try:
+        run = run_dir.existing_run()
+    except RunDirError as error:
+        raise TransferError(str(error)) from None
+    if run is None:
+        raise TransferError(f"{folder}: not a run folder (no run.json)")
+    results = in_order(run_dir.finished().values())
+    run = run.model_copy(update={"out_dir": str(folder.resolve())})
+    store.start_run(run)
+    store.record_many(run.id, results, keep_trajectories=keep_trajectories)
+    try:
+        planned = RunConfig.model_validate(run.config).planned
+    except ValidationError:
+        planned = len(results)
+    summary = summarize(results, planned)
+    if summary["complete"] or (folder / "summary.json").exists():
+        store.finish_run(run.id, summary)
+    return run.id, len(results)
+
+
+def attempts_query(run_ids: list[str] | None = None) -> Select[Any]:
+    """Every attempt column but the raw JSON, with the run's model and suite version."""
+    columns = [c for c in AttemptRow.__table__.c if c.name not in ("result", "tests", "id")]
+    query = select(RunRow.model, RunRow.suite_version, *columns).join(
+        RunRow, RunRow.id == AttemptRow.run_id
+    )
+    if run_ids:
+        query = query.where(AttemptRow.run_id.in_(run_ids))
+    return query.order_by(AttemptRow.run_id, AttemptRow.task_id, AttemptRow.epoch)
+
+
+def to_frame(conn: Connection, query: Select[Any] | str) -> pandas.DataFrame:
+    """Any query (a SQLAlchemy select, or SQL text) as a DataFrame."""
+    import pandas as pd
+
+    statement = text(query) if isinstance(query, str) else query
+    result = conn.execute(statement)
+    frame = pd.DataFrame(result.fetchall(), columns=list(result.keys()))
+    for column in frame.columns:  # JSON columns hold lists and dicts: keep them as text
+        if frame[column].map(lambda v: isinstance(v, list | dict)).any():
+            frame[column] = frame[column].map(json.dumps)
+    return frame
+
+
+def write_frame(frame: pandas.DataFrame, path: Path, fmt: str) -> None:
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "parquet":
+        frame.to_parquet(path, index=False)
+    elif fmt == "jsonl":
+        frame.to_json(path, orient="records", lines=True, date_format="iso")
+    else:
+        raise TransferError(f"unknown format {fmt!r}; one of {', '.join(EXPORT_FORMATS)}")
+
+
+def swebench_predictions(conn: Connection, run_id: str) -> list[dict[str, str]]:
+    """One prediction per task (its first epoch) with the patch the agent made ('' if none
+    was kept)."""
+    model = conn.execute(select(RunRow.model).where(RunRow.id == run_id)).scalar_one_or_none()
+    if model is None:
+        raise TransferError(f"no run {run_id!r} in the store")
+    keys = conn.execute(
+        select(AttemptRow.task_id, AttemptRow.epoch)
+        .where(AttemptRow.run_id == run_id)
+        .order_by(AttemptRow.task_id, AttemptRow.epoch)
+    ).all()
+    predictions: dict[str, dict[str, str]] = {}
+    for task_id, epoch in keys:
+        if task_id in predictions:
+            continue
+        view = attempt_view(conn, run_id, task_id, epoch)
+        predictions[task_id] = {
+            "instance_id": task_id,
+            "model_name_or_path": model,
+            "model_patch": view.diff or "",
+        }
+    return list(predictions.values())
+
+
+def write_swebench(predictions: list[dict[str, str]], path: Path) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for prediction in predictions:
+            out.write(json.dumps(prediction) + "\n")

@@ -1,0 +1,191 @@
+"""The dashboard in headless Chromium (Debian's `chromium`, driven by Playwright) against a
+store filled by real runs (the reference solver, and a double that changes nothing, through
+the real runner), plus generated checkpoint runs for the training view."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursorbench.runs import RunRequest, start_run
+from harness.doubles import DoneOnlyDouble
+from harness.openai_server import OpenAIServer
+from leaderboard import SqlStore, open_store
+from leaderboard.dashboard import Served
+from leaderboard.gate import GateRules, gate
+
+CHROMIUM = "/usr/bin/chromium"
+TASKS = ["textkit-slugify", "textkit-case-styles"]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason="Debian chromium not installed (scripts/setup.sh installs it)",
+    ),
+]
+
+
+def real_run(tmp: Path, db_url: str, name: str, **options: Any) -> str:
+    with ExitStack() as stack:
+        request = RunRequest(
+            tasks=TASKS, out=tmp / name, db=db_url, retry_backoff_s=0.0, max_retries=1, **options
+        )
+        runner = start_run(request, stack)
+        return runner.execute().run.id
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory, fill: Any) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("dashboard")
+    db_url = f"sqlite:///{tmp / 'lb.sqlite'}"
+    with pytest.MonkeyPatch.context() as patch, OpenAIServer(DoneOnlyDouble()) as double:
+        patch.setenv("CURSORBENCH_HOME", str(tmp / "home"))
+        reference = real_run(tmp, db_url, "reference")
+        lazy = real_run(tmp, db_url, "lazy", base_url=double.base_url, model="done-only-double")
+    store = open_store(db_url)
+    tasks = {f"gen-{i:02d}": [i % 3 != 0] for i in range(30)}
+    for step in (100, 200, 300):
+        run_id = f"ckpt-{step}"
+        better = {t: [ok or (step >= 300 and i < 5)] for i, (t, [ok]) in enumerate(tasks.items())}
+        fill(store, run_id, better, model="policy", cost=step / 1000)
+        store.attach_checkpoint(run_id, "train-a", step, tokens_seen=step * 10**6)
+        if step > 100:
+            gate(run_id, "ckpt-100", GateRules(), store)
+    tampered = {t: [ok] for t, [ok] in tasks.items()}
+    fill(store, "tampered-run", tampered, model="sneaky", tamper=["gen-01"])
+    yield {"store": store, "reference": reference, "lazy": lazy}
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def site(filled: dict[str, Any]) -> Iterator[str]:
+    store: SqlStore = filled["store"]
+    with Served(store) as served:
+        yield served.url
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+class Visit:
+    """A page that records console errors, failed requests and every URL it asked for."""
+
+    def __init__(self, browser: Any, site: str) -> None:
+        self.page = browser.new_page()
+        self.site = site
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.page.on("request", lambda request: self.requests.append(request.url))
+
+    def open(self, path: str) -> Any:
+        response = self.page.goto(self.site + path)
+        assert response is not None and response.status == 200, path
+        return self.page
+
+    def rows(self) -> int:
+        return self.page.locator("table").last.locator("tbody tr").count()
+
+    def check_clean(self) -> None:
+        assert self.errors == []
+        outside = [url for url in self.requests if not url.startswith(self.site)]
+        assert outside == [], "the page loaded something from outside (a CDN?)"
+
+
+@pytest.fixture
+def visit(browser: Any, site: str) -> Iterator[Visit]:
+    v = Visit(browser, site)
+    yield v
+    v.check_clean()
+    v.page.close()
+
+
+def test_leaderboard_lists_runs_filters_and_sorts(visit: Visit, filled: dict[str, Any]) -> None:
+    page = visit.open("/")
+    assert visit.rows() == 6
+    assert page.locator(f"a[href='/runs/{filled['reference']}']").count() == 1
+    page.select_option("select[name=model]", "reference-solver")
+    page.click("#filters button")
+    page.wait_for_url(re.compile(r"model=reference-solver"))
+    assert visit.rows() == 1
+    assert "100.0%" in page.locator("tbody tr").first.inner_text()
+    page = visit.open("/?sort=cost_usd&order=desc")
+    first = page.locator("tbody tr").first.inner_text()
+    assert "ckpt-300"[:12] in first
+    page = visit.open("/?category=new_feature")
+    assert visit.rows() == 2  # only the real runs' tasks have categories
+
+
+def test_cost_chart_is_drawn_with_the_frontier(visit: Visit) -> None:
+    page = visit.open("/cost")
+    page.wait_for_selector("#cost-chart[data-drawn=true]")
+    assert page.locator("#cost-chart .main-svg").count() > 0
+    assert page.locator("#front li").count() >= 1
+    assert any(url.endswith("/static/plotly.min.js") for url in visit.requests)
+
+
+def test_breakdown_shows_categories_and_evals(visit: Visit) -> None:
+    page = visit.open("/breakdown?model=reference-solver")
+    page.wait_for_selector("#category-chart[data-drawn=true]")
+    page.wait_for_selector("#eval-chart[data-drawn=true]")
+    text = page.locator("table").last.inner_text()
+    assert "new_feature" in text and "tests_passed" in text
+
+
+def test_training_curve_marks_gate_decisions(visit: Visit) -> None:
+    page = visit.open("/training")
+    page.click("a[href='/training/train-a']")
+    page.wait_for_selector("#training-chart[data-drawn=true]")
+    text = page.locator("table").last.inner_text()
+    assert "300" in text and "pass" in text
+    assert visit.rows() == 3
+
+
+def test_run_page_filters_attempts(visit: Visit, filled: dict[str, Any]) -> None:
+    page = visit.open("/runs/tampered-run")
+    assert visit.rows() == 30
+    page.click("#attempt-filters a:text('grader_tampering')")
+    page.wait_for_url(re.compile("failure=grader_tampering"))
+    assert visit.rows() == 1 and "gen-01" in page.locator("tbody").last.inner_text()
+    visit.open("/runs/tampered-run?flagged=1")
+    assert visit.rows() == 1
+    page = visit.open(f"/runs/{filled['lazy']}")
+    assert "empty_diff" in page.locator("tbody").last.inner_text()
+
+
+def test_compare_lists_the_tasks_that_flipped(visit: Visit, filled: dict[str, Any]) -> None:
+    page = visit.open(f"/compare?a={filled['reference']}&b={filled['lazy']}")
+    assert "2 tasks" in page.locator("#count").inner_text()
+    text = page.locator("table").last.inner_text()
+    assert "lost" in text and "textkit-slugify" in text
+
+
+def test_attempt_page_shows_diff_tests_and_trajectory(visit: Visit, filled: dict[str, Any]) -> None:
+    page = visit.open(f"/runs/{filled['reference']}")
+    page.click("a:text('textkit-slugify')")
+    page.wait_for_url(re.compile("/attempts/textkit-slugify/0"))
+    assert "diff --git" in page.locator("#diff").inner_text()
+    body = page.inner_text("body")
+    assert "passed" in body and "header" in body  # per-test outcomes, trajectory records
+
+
+def test_unknown_run_is_a_404(browser: Any, site: str) -> None:
+    page = browser.new_page()
+    response = page.goto(site + "/runs/no-such-run")
+    assert response is not None and response.status == 404
+    page.close()
