@@ -23,6 +23,7 @@ from sqlalchemy import Connection, Table, select
 from harness.results import AttemptResult, RunInfo, TestOutcome
 from leaderboard.schema import (
     AttemptMetricRow,
+    AttemptScoreRow,
     CheckpointRow,
     ModelRow,
     RunRow,
@@ -186,6 +187,12 @@ def metric_rows(run_id: str, result: AttemptResult) -> list[dict[str, Any]]:
     ]
 
 
+def score_rows(run_id: str, result: AttemptResult) -> list[dict[str, Any]]:
+    """The attempt's eval scores by name (a judged score keeps its `:judged` name)."""
+    key = {"run_id": run_id, "task_id": result.task_id, "epoch": result.epoch}
+    return [key | {"name": name, "value": score.value} for name, score in result.scores.items()]
+
+
 def trajectory_row(
     run_id: str, result: AttemptResult, run_folder: Path | None, keep_blob: bool = False
 ) -> dict[str, Any] | None:
@@ -209,4 +216,5 @@ def trajectory_row(
 
 
 METRICS_TABLE = AttemptMetricRow.__table__
+SCORES_TABLE = AttemptScoreRow.__table__
 TRAJECTORIES_TABLE = TrajectoryRow.__table__

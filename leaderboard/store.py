@@ -151,10 +151,11 @@ class SqlStore:
         """`record` for many attempts in one transaction (imports, bulk loads); with
         `keep_trajectories` the trajectory files' bytes are stored too."""
         folder = self._folder(run_id)
-        attempts, metrics, trajectories = [], [], []
+        attempts, metrics, scores, trajectories = [], [], [], []
         for result in results:
             attempts.append(rows.attempt_values(run_id, result))
             metrics.extend(rows.metric_rows(run_id, result))
+            scores.extend(rows.score_rows(run_id, result))
             found = rows.trajectory_row(run_id, result, folder, keep_trajectories)
             if found is not None:
                 trajectories.append(found)
@@ -166,6 +167,7 @@ class SqlStore:
                 )
             rows.insert_ignoring(conn, AttemptRow.__table__, attempts)
             rows.insert_ignoring(conn, rows.METRICS_TABLE, metrics)
+            rows.insert_ignoring(conn, rows.SCORES_TABLE, scores)
             rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
 
     def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:

@@ -387,3 +387,16 @@ def test_a_missing_driver_is_a_one_line_store_error(monkeypatch: pytest.MonkeyPa
         open_store("postgresql+psycopg://alice:s3cr3t-pw@127.0.0.1/db")
     assert_one_line(str(caught.value))
     assert "s3cr3t-pw" not in str(caught.value)
+
+
+def test_eval_scores_land_in_their_own_rows(store: SqlStore) -> None:
+    from harness.results import Score
+    from leaderboard.schema import AttemptScoreRow
+
+    store.start_run(make_run())
+    scores = {"intent": Score(value=0.5, reasons=["edited when asked a question"])}
+    store.record("run-1", make_result(scores=scores))
+    store.record("run-1", make_result(scores=scores))  # a retried write adds nothing
+    with store._engine.connect() as conn:
+        rows = conn.execute(select(AttemptScoreRow.name, AttemptScoreRow.value)).all()
+    assert [(row.name, row.value) for row in rows] == [("intent", 0.5)]
