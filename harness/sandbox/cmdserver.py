@@ -129,11 +129,13 @@ class Server:
     def __init__(self, path, program):
         self.program = program
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        if os.path.exists(path):
-            os.unlink(path)
-        self.listener.bind(path)
-        os.chmod(path, 0o600)
+        making = f"{path}.{os.getpid()}"  # the path appears only once it accepts connections
+        if os.path.exists(making):
+            os.unlink(making)
+        self.listener.bind(making)
+        os.chmod(making, 0o600)
         self.listener.listen(64)
+        os.rename(making, path)
         self.wakeup_read, wakeup_write = os.pipe()
         os.set_blocking(wakeup_write, False)
         os.set_blocking(self.wakeup_read, False)

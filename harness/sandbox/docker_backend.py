@@ -55,8 +55,15 @@ from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
 from harness.sandbox.engine import docker_client
 from harness.sandbox.files import SERVICE_TIMEOUT_S, WorkspaceFiles, last_line
 from harness.sandbox.image import GRADER_UID, ensure_image
-from harness.sandbox.limits import ResourceLimits, SandboxCgroup, describe_bytes, detect_layout
-from harness.sandbox.local import SandboxSettings, _big_files, remove_tree
+from harness.sandbox.limits import (
+    ResourceLimits,
+    SandboxCgroup,
+    describe_bytes,
+    detect_layout,
+    mount_workspace_tmpfs,
+    unmount,
+)
+from harness.sandbox.local import SandboxSettings, _big_files, _open, _open_lock, remove_tree
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import (
     ResourceLimitExceeded,
@@ -75,22 +82,12 @@ CONTROL = "/.ctl"
 LABEL = "cursorbench.sandbox"
 START_TIMEOUT_S = 30.0
 TMP_BYTES = 1 << 30
+CONTROL_BYTES = 1 << 20
 BASELINE_SCRIPT = """set -e
 git init -q
 git add -A --force -- . "$@"
 git commit -q --allow-empty -m baseline
 """
-
-_open: set[DockerSandbox] = set()
-_open_lock = threading.Lock()
-
-
-def close_open_docker_sandboxes() -> None:
-    """Removes the containers of every sandbox still open (an interrupted run)."""
-    with _open_lock:
-        sandboxes = list(_open)
-    for sandbox in sandboxes:
-        sandbox.close()
 
 
 def _tar_of(trees: Sequence[Path]) -> bytes:
@@ -126,8 +123,12 @@ class DockerSandbox(WorkspaceFiles):
         self._limit: str | None = None
         self._tracking = track_changes
         self._lock = threading.Lock()  # one command at a time per sandbox
+        self._control_mounted = False
         remove_tree(folder)
         self.control.mkdir(parents=True, mode=0o700)
+        # A tmpfs of its own, so the container's mount table shows `/`, not a host path.
+        self._control_mounted = mount_workspace_tmpfs(self.control, CONTROL_BYTES)
+        os.chmod(self.control, 0o700)
         with _open_lock:
             _open.add(self)
         try:
@@ -343,6 +344,10 @@ class DockerSandbox(WorkspaceFiles):
             with contextlib.suppress(Exception):  # gone already, or the engine is: nothing to do
                 container.remove(force=True)
         self._cgroup = None
+        if self._control_mounted:
+            with contextlib.suppress(OSError):
+                unmount(self.control)
+            self._control_mounted = False
         remove_tree(self.folder)
 
 

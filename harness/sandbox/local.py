@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.sandbox.baseline import Baseline, BaselineError, diff_env
 from harness.sandbox.bubblewrap import (
@@ -58,7 +59,11 @@ class SandboxSettings:
     keep_files: bool = False  # debugging: workspaces stay on disk after close (no tmpfs)
 
 
-_open: set[LocalSandbox] = set()  # for closing what an interrupted run leaves open
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_open: set[_Closable] = set()  # any backend's open sandboxes, for an interrupted run to close
 _open_lock = threading.Lock()
 
 
