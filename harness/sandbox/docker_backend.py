@@ -118,6 +118,7 @@ class DockerSandbox(WorkspaceFiles):
         self.owner = AGENT_UID if track_changes else GRADER_UID
         self.control = folder / "ctl"
         self.socket = self.control / "sock"
+        self._control_fd: int | None = None
         self.container: Container | None = None
         self._cgroup: SandboxCgroup | None = None
         self._limit: str | None = None
@@ -129,6 +130,9 @@ class DockerSandbox(WorkspaceFiles):
         # A tmpfs of its own, so the container's mount table shows `/`, not a host path.
         self._control_mounted = mount_workspace_tmpfs(self.control, CONTROL_BYTES)
         os.chmod(self.control, 0o700)
+        # Socket paths are limited to 108 bytes; a scratch folder's may be longer.
+        self._control_fd = os.open(self.control, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.socket = Path(f"/proc/self/fd/{self._control_fd}/sock")
         with _open_lock:
             _open.add(self)
         try:
@@ -344,6 +348,10 @@ class DockerSandbox(WorkspaceFiles):
             with contextlib.suppress(Exception):  # gone already, or the engine is: nothing to do
                 container.remove(force=True)
         self._cgroup = None
+        if self._control_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._control_fd)
+            self._control_fd = None
         if self._control_mounted:
             with contextlib.suppress(OSError):
                 unmount(self.control)
