@@ -155,9 +155,12 @@ def rootfs_paths() -> tuple[str, ...]:
 
 @functools.cache
 def fingerprint() -> str:
-    """A hash of what the image is made of: cheap to compute, changes when any input does."""
+    """A hash of what the image is made of: cheap to compute, changes when any input does
+    (bytecode caches aside)."""
     digest = hashlib.sha256(IMAGE_VERSION.encode())
     for path in _inputs():
+        if "/__pycache__" in path:  # written as Python runs; stale ones are ignored by Python
+            continue
         try:
             info = os.lstat(path)
         except OSError:
