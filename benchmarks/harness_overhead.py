@@ -13,6 +13,10 @@ HTTP (the official `openai` client on the other side):
 Per attempt: building a task (cold, then cached), opening a sandbox (copying
 the prepared workspace and snapshotting its git baseline), and grading (a
 fresh sandbox, the patch applied inside, pytest run read-only), per task.
+Per backend (`--backends bubblewrap,docker`, default: every one that works here): one
+confined command on its own (`true` through `execute`, and `bash -c true` as the agent's
+`run` does), opening a sandbox and grading; targets: 2 ms (bubblewrap) and 5 ms (docker)
+per confined command.
 `--write` appends the figures to benchmarks/RESULTS.md with date and machine.
 """
 
@@ -34,7 +38,13 @@ from harness.doubles import ScriptedDouble
 from harness.grading import grade
 from harness.model import OpenAIChatModel
 from harness.openai_server import OpenAIServer, Reply
-from harness.sandbox import SandboxSettings, choose_backend, open_backend
+from harness.sandbox import (
+    BACKENDS,
+    SandboxSettings,
+    SandboxUnavailable,
+    choose_backend,
+    open_backend,
+)
 from harness.spec import Limits
 from harness.trajectory import Trajectory, read_trajectory
 
@@ -59,15 +69,57 @@ def agent_steps(tool: str, arguments: dict, steps: int, workspace: Path, scratch
     return elapsed / outcome.turns
 
 
-def command_time(command: str, repeats: int, workspace: Path, scratch: Path) -> float:
+def command_time(
+    argv: list[str], repeats: int, workspace: Path, scratch: Path, backend: str = "auto"
+) -> float:
     """Seconds for one sandboxed command on its own (spawn, confinement, run, reap)."""
-    sandbox = open_backend("auto").open(workspace, scratch / "commands")
+    sandbox = open_backend(backend).open(workspace, scratch / "commands")
+    sandbox.execute(argv, timeout=30)  # warm up
     started = time.perf_counter()
     for _ in range(repeats):
-        sandbox.run(command, timeout=30)
+        sandbox.execute(argv, timeout=30)
     elapsed = time.perf_counter() - started
     sandbox.close()
     return elapsed / repeats
+
+
+def per_backend(name: str, repeats: int, commands: int, scratch: Path) -> dict:
+    """One backend's costs: per confined command, per sandbox opened, per grading."""
+    tasks = [build(task) for task in load_tasks([bundled_suite()])]
+    folder = scratch / name
+    bare = command_time(["true"], commands, tasks[0].workspace, folder, name)
+    shell = command_time(["bash", "-c", "true"], commands, tasks[0].workspace, folder, name)
+    backend = open_backend(name, SandboxSettings())
+    opening, grading = [], []
+    for index in range(repeats):
+        for task in tasks:
+            started = time.perf_counter()
+            sandbox = backend.open(task.workspace, folder / f"open-{index}")
+            opening.append(time.perf_counter() - started)
+            sandbox.close()
+            started = time.perf_counter()
+            report = grade(task.prepared(), task.reference_patch, backend, folder / "grade")
+            grading.append(time.perf_counter() - started)
+            assert report.resolved, (name, task.task.id, report.error)
+    return {
+        "command_ms": 1000 * bare,
+        "shell_ms": 1000 * shell,
+        "open_ms": 1000 * statistics.median(opening),
+        "grade_ms": 1000 * statistics.median(grading),
+    }
+
+
+def working_backends(requested: str | None) -> list[str]:
+    if requested:
+        return [name.strip() for name in requested.split(",") if name.strip()]
+    names = []
+    for name in BACKENDS:
+        try:
+            open_backend(name, SandboxSettings())
+        except SandboxUnavailable:
+            continue
+        names.append(name)
+    return names
 
 
 def preparation(repeats: int, scratch: Path) -> dict:
@@ -106,6 +158,9 @@ def preparation(repeats: int, scratch: Path) -> dict:
     }
 
 
+TARGETS_MS = {"bubblewrap": "≤ 2 ms", "docker": "≤ 5 ms"}
+
+
 def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
@@ -115,22 +170,27 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--write", action="store_true", help="append to benchmarks/RESULTS.md")
+    parser.add_argument("--backends", help="comma-separated; default: every backend that works")
+    parser.add_argument("--commands", type=int, default=200, help="commands timed per backend")
     args = parser.parse_args()
+    backends = working_backends(args.backends)
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
         os.environ.setdefault("CURSORBENCH_HOME", str(scratch / "home"))
         workspace = build(load_tasks([bundled_suite()])[0]).workspace
         read = agent_steps("read_file", {"path": "README.md"}, args.steps, workspace, scratch)
         run = agent_steps("run", {"command": "true"}, args.steps // 3, workspace, scratch)
-        command = command_time("true", args.steps // 3, workspace, scratch)
+        command = command_time(["bash", "-c", "true"], args.steps // 3, workspace, scratch)
         prep = preparation(args.repeats, scratch)
+        costs = {name: per_backend(name, args.repeats, args.commands, scratch) for name in backends}
     backend = choose_backend("auto")
     lines = [
         f"## harness_overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
         f"- machine: {machine()}; sandbox: {backend}",
         f"- command: `.venv/bin/python benchmarks/harness_overhead.py --steps {args.steps}"
-        f" --repeats {args.repeats}`",
+        f" --repeats {args.repeats} --commands {args.commands}"
+        f"{' --backends ' + args.backends if args.backends else ''}`",
         "",
         "| figure | value |",
         "|---|---|",
@@ -146,6 +206,17 @@ def main() -> None:
         f"{prep['grade_ms']:.0f} ms |",
         f"| clean-state grading, slowest bundled task (median of its runs) | "
         f"{prep['grade_max_ms']:.0f} ms |",
+        "",
+        "Per backend (median over the bundled tasks for opening and grading):",
+        "",
+        "| backend | confined `true` | confined `bash -c true` | target | open a sandbox "
+        "| grade an attempt |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {name} | {c['command_ms']:.2f} ms | {c['shell_ms']:.2f} ms | "
+            f"{TARGETS_MS.get(name, '-')} | {c['open_ms']:.0f} ms | {c['grade_ms']:.0f} ms |"
+            for name, c in costs.items()
+        ),
         "",
     ]
     text = "\n".join(lines)

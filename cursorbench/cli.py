@@ -92,7 +92,7 @@ def run(
     db: Annotated[
         str | None, typer.Option(help="SQLAlchemy URL [env CURSORBENCH_DB, else a SQLite file].")
     ] = None,
-    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap, docker or subprocess.")] = "auto",
     temperature: Annotated[float | None, typer.Option()] = None,
     max_retries: Annotated[int, typer.Option(min=0, help="Retries per model call.")] = 4,
     retry_backoff: Annotated[float, typer.Option(min=0, help="First retry wait (s).")] = 1.0,
@@ -263,7 +263,7 @@ def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
 def tasks_validate(
     tasks: TasksOption = None,
     repeat: Annotated[int, typer.Option(min=1, help="Runs of each check (flakiness).")] = 2,
-    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap, docker or subprocess.")] = "auto",
 ) -> None:
     """Check tasks: the reference passes every test, the mutated workspace fails every
     FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably. Task files that do not

@@ -209,7 +209,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     built = [build(task) for task in suite]
     scenarios, eval_tasks = _eval_tasks(request.evals)
     backend = choose_backend(request.sandbox)
-    warnings = [] if backend == "bubblewrap" else [UNCONFINED_WARNING]
+    warnings = [] if backend in ("bubblewrap", "docker") else [UNCONFINED_WARNING]
     price, price_warnings = _price(request, model)
     warnings += price_warnings
     base_url = request.base_url or EMBEDDED_BASE_URL

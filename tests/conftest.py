@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -12,6 +14,29 @@ import pytest
 from cursorbench.runs import RunRequest, start_run
 from harness.openai_server import OpenAIServer, Responder
 from harness.runner import RunOutcome
+
+
+@functools.cache
+def _docker_unavailable() -> str | None:
+    """Why the Docker engine cannot be used here (it is started if it can be), or None."""
+    from harness.sandbox import SandboxSettings, SandboxUnavailable, open_backend
+
+    try:
+        open_backend("docker", SandboxSettings())  # engine up, base image built
+    except SandboxUnavailable as error:
+        return str(error)
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked `docker` need the engine: skipped without one, but failed under CI."""
+    if item.get_closest_marker("docker") is None:
+        return
+    reason = _docker_unavailable()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"docker backend unavailable under CI: {reason}", pytrace=False)
+        pytest.skip(f"docker backend unavailable: {reason}")
 
 
 @pytest.fixture(autouse=True)

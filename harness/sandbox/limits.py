@@ -328,6 +328,18 @@ class SandboxCgroup:
         group.memory_dir, group.pids_dir = parents.memory / name, parents.pids / name
         return group
 
+    @classmethod
+    def observe(
+        cls, memory_dir: Path, pids_dir: Path, version: int, limits: ResourceLimits
+    ) -> SandboxCgroup:
+        """A group made and owned by someone else (a Docker container's), watched for limits
+        hit (`limit_hit`) but never closed here."""
+        group = cls.__new__(cls)
+        group.name, group.version, group.limits = memory_dir.name, version, limits
+        group.memory_dir, group.pids_dir, group.closed = memory_dir, pids_dir, False
+        group._seen = group._counters()
+        return group
+
     @property
     def folders(self) -> list[Path]:
         """The group's folders: two on cgroup v1, one on v2."""

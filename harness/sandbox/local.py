@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import posixpath
 import shutil
 import subprocess
 import threading
@@ -24,20 +23,16 @@ from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
-from harness.sandbox.baseline import (
-    Baseline,
-    BaselineError,
-    apply_command,
-    diff_command,
-    diff_env,
-)
+from harness.sandbox.baseline import Baseline, BaselineError, diff_env
 from harness.sandbox.bubblewrap import (
     BubblewrapJail,
     Mount,
     UnconfinedJail,
     scrubbed_env,
 )
+from harness.sandbox.files import WorkspaceFiles, last_line
 from harness.sandbox.limits import (
     CgroupError,
     ResourceLimits,
@@ -49,15 +44,8 @@ from harness.sandbox.limits import (
     unmount_all_under,
 )
 from harness.sandbox.process import Completed, run_process
-from harness.sandbox.protocol import (
-    PatchRejected,
-    ResourceLimitExceeded,
-    SandboxError,
-    SandboxUnavailable,
-)
+from harness.sandbox.protocol import ResourceLimitExceeded, SandboxUnavailable
 
-MAX_READ_BYTES = 2 * 1024 * 1024
-SERVICE_TIMEOUT_S = 120.0  # reading, writing, diffing and patching
 Jail = BubblewrapJail | UnconfinedJail
 
 
@@ -71,7 +59,11 @@ class SandboxSettings:
     keep_files: bool = False  # debugging: workspaces stay on disk after close (no tmpfs)
 
 
-_open: set[LocalSandbox] = set()  # for closing what an interrupted run leaves open
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+_open: set[_Closable] = set()  # any backend's open sandboxes, for an interrupted run to close
 _open_lock = threading.Lock()
 
 
@@ -113,7 +105,7 @@ def _big_files(root: Path, threshold: int) -> dict[str, int]:
     return found
 
 
-class LocalSandbox:
+class LocalSandbox(WorkspaceFiles):
     def __init__(
         self,
         jail: Jail,
@@ -227,101 +219,16 @@ class LocalSandbox:
     def limit_hit(self) -> str | None:
         return self._limit
 
-    # -- files --------------------------------------------------------------------------
-
-    def _inside(self, path: str) -> str:
-        """`path` as the sandbox sees it; refuses what plainly names a place outside."""
-        joined = posixpath.normpath(posixpath.join(self.root, path))
-        if joined != self.root and not joined.startswith(self.root.rstrip("/") + "/"):
-            raise SandboxError(f"{path}: outside the workspace {self.root}")
-        return joined
-
-    def read(self, path: str) -> str:
-        target = self._inside(path)
-        script = 'test -f "$1" || { echo "no such file" >&2; exit 3; }; exec head -c "$2" -- "$1"'
-        argv = ["sh", "-c", script, "sh", target, str(MAX_READ_BYTES + 1)]
-        done = self.execute(argv, timeout=SERVICE_TIMEOUT_S, output_cap=MAX_READ_BYTES + 1)
-        if done.exit_code == 3:
-            raise SandboxError(f"{path}: no such file")
-        if done.exit_code != 0:
-            raise SandboxError(f"{path}: cannot read: {_last_line(done.output)}")
-        if done.output_limit_hit or done.output_bytes > MAX_READ_BYTES:
-            raise SandboxError(f"{path}: larger than {MAX_READ_BYTES} bytes; use `run` to inspect")
-        return done.output
-
-    def write(self, path: str, text: str) -> None:
-        target = self._inside(path)
-        script = (
-            'if [ -d "$1" ]; then echo "is a directory" >&2; exit 3; fi; '
-            'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
-        )
-        data = text.encode("utf-8", "surrogateescape")
-        done = self.execute(
-            ["sh", "-c", script, "sh", target], timeout=SERVICE_TIMEOUT_S, stdin=data
-        )
-        if done.exit_code == 3:
-            raise SandboxError(f"{path}: is a directory")
-        if done.exit_code != 0:
-            raise SandboxError(f"{path}: cannot write: {_last_line(done.output)}")
-
-    # -- changes ------------------------------------------------------------------------
-
-    def diff(self) -> str:
-        if self.baseline is None:
-            raise SandboxError("this sandbox was opened without change tracking")
-        self._refuse_new_big_files()
-        env = diff_env(
+    def _diff_env(self) -> dict[str, str]:
+        assert self.baseline is not None
+        return diff_env(
             git_dir=self.jail.baseline_path(self.baseline.git_dir),
             work_tree=self.root,
             scratch=self.jail.tmp_path(self._scratch),
         )
-        cap = self.limits.diff_bytes
-        done = self.execute(
-            diff_command(),
-            timeout=SERVICE_TIMEOUT_S,
-            read_only=True,
-            env=env,
-            output_cap=cap,
-            baseline=True,
-            errors="surrogateescape",
-        )
-        if done.output_limit_hit:
-            raise ResourceLimitExceeded(f"the change is larger than {_size(cap)}")
-        if done.timed_out:
-            raise ResourceLimitExceeded(f"taking the change ran over {SERVICE_TIMEOUT_S:.0f}s")
-        if done.exit_code != 0:
-            raise PatchRejected(f"the change could not be taken: {_last_line(done.output)}")
-        return done.output
 
-    def _refuse_new_big_files(self) -> None:
-        """A file over the diff limit that the workspace did not start with ends the attempt
-        before git reads it (hashing gigabytes is slow even inside limits)."""
-        threshold = self.limits.diff_bytes
-        argv = [
-            "find",
-            ".",
-            "-xdev",
-            "-type",
-            "f",
-            "-size",
-            f"+{threshold}c",
-            "-printf",
-            "%s %P\\n",
-        ]
-        done = self.execute(argv, timeout=SERVICE_TIMEOUT_S, read_only=True)
-        for line in done.output.splitlines():
-            size, _, name = line.partition(" ")
-            if size.isdigit() and self._known_big.get(name) != int(size):
-                raise ResourceLimitExceeded(f"{name}: a file over {_size(threshold)} was written")
-
-    def apply_patch(self, patch: str) -> None:
-        if not patch.strip():
-            return
-        data = patch.encode("utf-8", "surrogateescape")
-        env = {"GIT_CEILING_DIRECTORIES": "/"}
-        done = self.execute(apply_command(), timeout=SERVICE_TIMEOUT_S, stdin=data, env=env)
-        if done.exit_code != 0:
-            raise PatchRejected(f"the change does not apply: {_last_line(done.output)}")
+    def _tracks_changes(self) -> bool:
+        return self.baseline is not None
 
     def close(self) -> None:
         with _open_lock:
@@ -371,7 +278,7 @@ class LocalBackend:
         finally:
             sandbox.close()
         if done.exit_code != 0:
-            last = _last_line(done.output) or "no output"
+            last = last_line(done.output) or "no output"
             raise SandboxUnavailable(f"the {self.name} sandbox cannot run Python here: {last}")
 
 
@@ -381,8 +288,3 @@ def _chown(folder: Path, uid: int) -> None:
 
 def _size(size: int) -> str:
     return f"{size / (1 << 30):.1f} GiB" if size >= 1 << 30 else f"{size / (1 << 20):.0f} MiB"
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1][:300] if lines else ""

@@ -16,9 +16,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Protocol
 
 KEEP_BYTES = 16 * 1024  # kept from each end of the output
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024  # beyond this the command is killed
@@ -76,6 +77,17 @@ class _HeadTail:
         return decode(self.head) + middle + decode(self.tail)
 
 
+class Child(Protocol):
+    """A started command as `collect` needs it: `subprocess.Popen`, or one started by a
+    command server (`cmdclient.py`)."""
+
+    stdout: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -125,7 +137,10 @@ def run_process(
     if stdin is not None:
         _feed(proc, stdin)
     try:
-        return _collect(proc, start, timeout, keep_bytes, max_output_bytes, report_read, errors)
+        kill = lambda: _kill_group(proc)  # noqa: E731
+        return collect(
+            proc, kill, start, timeout, keep_bytes, max_output_bytes, report_read, errors
+        )
     finally:
         _kill_group(proc)
         if report_read is not None:
@@ -135,15 +150,19 @@ def run_process(
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
-    """Writes `data` to the command's stdin from a thread, so a command that does not read
+    assert proc.stdin is not None
+    feed(proc.stdin, data)
+
+
+def feed(stdin: IO[bytes], data: bytes) -> None:
+    """Writes `data` to a command's stdin from a thread, so a command that does not read
     it (or reads it slowly) cannot block the harness."""
 
     def write() -> None:
-        assert proc.stdin is not None
         with contextlib.suppress(OSError):
-            proc.stdin.write(data)
+            stdin.write(data)
         with contextlib.suppress(OSError):
-            proc.stdin.close()
+            stdin.close()
 
     threading.Thread(target=write, daemon=True, name="stdin").start()
 
@@ -157,8 +176,9 @@ def kill_running_commands() -> None:
             os.killpg(group, signal.SIGKILL)
 
 
-def _collect(
-    proc: subprocess.Popen[bytes],
+def collect(
+    proc: Child,
+    kill: Callable[[], None],
     start: float,
     timeout: float,
     keep_bytes: int,
@@ -183,7 +203,7 @@ def _collect(
             remaining = timeout - (now - start)
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-                _kill_group(proc)  # stray background children die with their parent
+                kill()  # stray background children die with their parent
             if exited_at is not None and (eof or now - exited_at > EXIT_GRACE_S):
                 break
             if exited_at is None and remaining <= 0:
@@ -203,7 +223,7 @@ def _collect(
             if buffer.total + len(report) > max_output_bytes:
                 limit_hit = True
                 break
-    _kill_group(proc)
+    kill()
     proc.stdout.close()
     exit_code = proc.wait()
     killed = timed_out or limit_hit
@@ -219,7 +239,7 @@ def _collect(
     )
 
 
-def _wait_quietly(proc: subprocess.Popen[bytes], seconds: float) -> None:
+def _wait_quietly(proc: Child, seconds: float) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=max(seconds, 0.0))
 

@@ -1,4 +1,4 @@
-"""Sandbox backends by name: `auto`, `bubblewrap`, `subprocess`.
+"""Sandbox backends by name: `auto`, `bubblewrap`, `subprocess`, `docker`.
 
 A new backend is one module with a factory added to `BACKENDS`; the contract
 tests in `tests/harness/test_sandbox_contract.py` pin what it must do.
@@ -26,9 +26,16 @@ def subprocess_backend(settings: SandboxSettings) -> SandboxBackend:
     return LocalBackend(UnconfinedJail(settings.hidden, settings.limits.file_bytes), settings)
 
 
+def docker_backend(settings: SandboxSettings) -> SandboxBackend:
+    from harness.sandbox.docker_backend import DockerBackend  # the `docker` SDK: optional
+
+    return DockerBackend(settings)
+
+
 BACKENDS: dict[str, Callable[[SandboxSettings], SandboxBackend]] = {
     "bubblewrap": bubblewrap_backend,
     "subprocess": subprocess_backend,
+    "docker": docker_backend,
 }
 
 

@@ -48,7 +48,8 @@ def box(prepared: Path, tmp_path: Path) -> Iterator[Sandbox]:
 def test_choose_backend() -> None:
     assert choose_backend("auto") == "bubblewrap"
     assert choose_backend("subprocess") == "subprocess"
-    for bad in ("docker", "", "Bubblewrap", "none"):
+    assert choose_backend("docker") == "docker"
+    for bad in ("", "Bubblewrap", "none", "Docker"):
         with pytest.raises(SandboxUnavailable, match="unknown sandbox backend"):
             choose_backend(bad)
 
