@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
-from harness.results import AttemptResult, RunInfo, Status
+from harness.results import AttemptResult, RunInfo, Status, TestOutcome
 
 REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}
@@ -29,7 +31,23 @@ def partial_note(finished: int, planned: int) -> str | None:
     return f"PARTIAL: {finished} of {planned} attempts finished" if finished < planned else None
 
 
-def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> Table:
+def run_wall_time(results: list[AttemptResult], summary: dict[str, Any] | None) -> float:
+    """The run's wall time: from its summary where it was measured, else from the first
+    attempt's start to the last one's end (never the sum of overlapping attempts)."""
+    if summary and "attempt_time_s" in summary and "wall_time_s" in summary:
+        return float(summary["wall_time_s"])
+    if not results:
+        return 0.0
+    start = min(result.started_at for result in results)
+    return (max(result.finished_at for result in results) - start).total_seconds()
+
+
+def results_table(
+    run: RunInfo,
+    results: list[AttemptResult],
+    planned: int,
+    summary: dict[str, Any] | None = None,
+) -> Table:
     embedded = run.endpoint_label == REFERENCE
     who = "embedded reference solver, not a model" if embedded else run.base_url
     title = f"{run.model} ({who}) · run {run.id} · sandbox {run.sandbox}"
@@ -57,8 +75,8 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
     table.add_column("tokens", justify="right", footer=_tokens(tokens, estimated))
     cost = sum(r.usage.cost_usd for r in results)
     table.add_column("cost", justify="right", footer=f"${cost:.4f}")
-    wall = sum(r.wall_time_s for r in results)
-    table.add_column("time", justify="right", footer=_seconds(wall))
+    wall = run_wall_time(results, summary)
+    table.add_column("time", justify="right", footer=f"{_seconds(wall)} wall")
     for result in results:
         style = STATUS_STYLE[result.status]
         table.add_row(
@@ -74,11 +92,19 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
     return table
 
 
-def print_run(console: Console, run: RunInfo, results: list[AttemptResult], planned: int) -> None:
-    """The table, the run's warnings, an example error, and whether the run is partial."""
-    console.print(results_table(run, results, planned))
-    for warning in run.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}")
+def print_run(
+    console: Console,
+    run: RunInfo,
+    results: list[AttemptResult],
+    planned: int,
+    summary: dict[str, Any] | None = None,
+    warnings: bool = True,
+) -> None:
+    """The table, the run's warnings (unless already shown), an example error, and whether
+    the run is partial."""
+    console.print(results_table(run, results, planned, summary))
+    for warning in run.warnings if warnings else []:
+        console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     errors = [r for r in results if r.status is Status.ERROR and r.error]
     if errors:
         console.print(f"[yellow]{len(errors)} attempts ended in error, e.g.:[/] {errors[0].error}")
@@ -90,3 +116,27 @@ def print_run(console: Console, run: RunInfo, results: list[AttemptResult], plan
             f"finished, {_share(resolved, planned)} of those planned; "
             "run the same `cursorbench run` command again to finish it"
         )
+
+
+TEST_STYLE = {
+    TestOutcome.PASSED: "green",
+    TestOutcome.FAILED: "red",
+    TestOutcome.ERROR: "red",
+    TestOutcome.SKIPPED: "yellow",
+    TestOutcome.MISSING: "yellow",
+}
+
+
+def tests_table(results: list[AttemptResult]) -> Table:
+    """Each attempt's graded tests and their outcomes (attempts never graded have none)."""
+    table = Table(
+        "task", "epoch", "test", "outcome", title="per-test outcomes", title_justify="left"
+    )
+    for result in results:
+        if not result.tests:
+            reason = result.failure.value if result.failure else "no tests"
+            table.add_row(result.task_id, str(result.epoch), f"(not graded: {reason})", "")
+        for test, outcome in sorted(result.tests.items()):
+            style = TEST_STYLE[outcome]
+            table.add_row(result.task_id, str(result.epoch), test, f"[{style}]{outcome.value}[/]")
+    return table

@@ -41,6 +41,7 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.orm import Session
 
+from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
 from leaderboard.schema import AttemptRow, Base, RunRow
 
@@ -50,7 +51,7 @@ MAX_REASON_CHARS = 300
 CREATE_TRIES = 5  # see _create_tables
 
 
-class StoreError(Exception):
+class StoreError(CursorBenchError):
     """The store could not be opened, read or written. The message is one line."""
 
 
