@@ -55,7 +55,7 @@ tasks_app = typer.Typer(
 )
 app.add_typer(tasks_app, name="tasks")
 console = Console(width=None if sys.stdout.isatty() else 140)
-errors = Console(stderr=True)
+errors = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # a log line stays one line
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_ERRORS = 3

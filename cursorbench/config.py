@@ -326,13 +326,20 @@ def spec_from_options(config: Path | None = None, **options: Any) -> RunSpec:
         from_flags[path] = flag
     model = data.get("model")
     if isinstance(model, dict):  # a flag naming another kind of model switches to it
-        if "base_url" in model and ("model", "base_url") in from_flags:
-            model = {k: v for k, v in model.items() if k not in ("kind", "run_dir")}
-            model["kind"] = "openai"
-        elif "run_dir" in model and ("model", "run_dir") in from_flags:
-            model = {k: v for k, v in model.items() if k not in ("kind", "base_url", "api_key")}
-            model["kind"] = "replay"
+        chosen: type[BaseModel] | None = None
+        if ("model", "base_url") in from_flags:
+            chosen, model = OpenAIModel, {**model, "kind": "openai"}
+        elif ("model", "run_dir") in from_flags:
+            chosen, model = ReplayModel, {**model, "kind": "replay"}
+        if chosen is not None:  # the file's settings for its other kind do not apply
+            flagged = {path[1] for path in from_flags if path[0] == "model"}
+            model = {k: v for k, v in model.items() if k in chosen.model_fields or k in flagged}
         data["model"] = model
+    executor = data.get("executor")
+    if isinstance(executor, dict) and ("executor", "kind") in from_flags:
+        chosen = {"local": LocalExecutorSpec, "ray": RayExecutorSpec}.get(executor["kind"])
+        if chosen is not None:  # settings of the file's other kind do not apply
+            data["executor"] = {k: v for k, v in executor.items() if k in chosen.model_fields}
     return validate_spec(data, source=config, from_flags=from_flags)
 
 
