@@ -360,7 +360,7 @@ def validate_spec(
     from_flags: dict[tuple[str, ...], str] | None = None,
 ) -> RunSpec:
     """`RunSpec` from plain data; the first problem is a `ConfigError` naming where it is."""
-    data = _check_model_combinations(data, from_flags or {})
+    data = _check_model_combinations(data, from_flags or {}, source)
     try:
         return RunSpec.model_validate(data)
     except ValidationError as error:
@@ -368,24 +368,42 @@ def validate_spec(
 
 
 def _check_model_combinations(
-    data: dict[str, Any], from_flags: dict[tuple[str, ...], str]
+    data: dict[str, Any], from_flags: dict[tuple[str, ...], str], source: Path | None
 ) -> dict[str, Any]:
     model = data.get("model")
     if not isinstance(model, dict):
         return data
+
+    flags = {path: flag for flag, path in FLAG_PATHS.items()}
+
+    def named(field: str) -> str:
+        """The flag where the CLI gave it (or gave no file), else the config's field."""
+        path = ("model", field)
+        if path in from_flags or (from_flags and source is None):
+            return f"--{flags[path].replace('_', '-')}"
+        return f"model.{field}"
+
+    where = f"{source}: " if source is not None else ""
     kind = model.get("kind")
     has_url = model.get("base_url") is not None
     has_replay = model.get("run_dir") is not None
     if has_url and has_replay:
-        raise ConfigError("--replay serves a recorded run; it takes no --base-url")
-    if kind in (None, "reference") and not has_url and not has_replay:
-        name = model.get("name")
-        if name not in (None, REFERENCE_SOLVER):
-            raise ConfigError("--model needs --base-url (without it the reference solver runs)")
+        raise ConfigError(
+            f"{where}{named('run_dir')} serves a recorded run; drop {named('base_url')}"
+        )
+    reference = kind in (None, "reference") and not has_url and not has_replay
+    if reference and model.get("name") not in (None, REFERENCE_SOLVER):
+        raise ConfigError(
+            f"{where}{named('name')} needs {named('base_url')} "
+            "(without it the reference solver runs)"
+        )
     if (kind == "openai" or (kind is None and has_url)) and not model.get("name"):
-        raise ConfigError("--base-url needs --model")
+        raise ConfigError(f"{where}{named('base_url')} needs {named('name')}")
     if has_replay and model.get("name") is not None:
-        raise ConfigError("--replay takes the model name from the recording; drop --model")
+        raise ConfigError(
+            f"{where}{named('run_dir')} takes the model name from the recording; "
+            f"drop {named('name')}"
+        )
     return data
 
 

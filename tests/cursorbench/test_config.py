@@ -94,7 +94,7 @@ def test_a_bad_file_is_one_line_naming_the_file_and_field(
 def test_a_bad_flag_names_the_flag() -> None:
     with pytest.raises(ConfigError, match=r"^Invalid value for '--concurrency': Input should be"):
         spec_from_options(concurrency=0)
-    with pytest.raises(CursorBenchError, match="--replay serves a recorded run"):
+    with pytest.raises(CursorBenchError, match="--replay serves a recorded run; drop --base-url"):
         spec_from_options(base_url="http://x/v1", replay=Path("somewhere"))
 
 
