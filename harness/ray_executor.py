@@ -2,7 +2,8 @@
 
 Without an address it starts a small local cluster (`ray.init(num_cpus=...)`,
 a small object store, no dashboard) and shuts it down at the end; with one it
-joins that cluster and leaves it running. Each attempt is one Ray task that
+joins that cluster and leaves it running. Either happens on first use, so a
+resumed run with nothing left to do starts no cluster. Each attempt is one Ray task that
 reserves `cpus_per_attempt` CPUs; at most `concurrency` are in flight. A task
 whose worker dies (killed, out of memory) is run again by Ray up to
 `max_task_retries` times; the driver yields each attempt once, so it is
@@ -51,24 +52,36 @@ class RayExecutor:
         max_task_retries: int = 3,
         env: dict[str, str] | None = None,
     ) -> None:
-        ray = _ray()
+        _ray()  # says at once when Ray is not installed
         self.concurrency = concurrency
         self.cpus_per_attempt = cpus_per_attempt
         self.max_task_retries = max_task_retries
+        self.address = address
+        self.num_cpus = num_cpus
+        self.object_store_mb = object_store_mb
+        self.env = env
         self._in_flight: dict[Any, Any] = {}
         self._started_cluster = False
+        self._task: Any = None
+
+    def _connect(self) -> Any:
+        """Ray, started or joined, with this executor's task function declared."""
+        ray = _ray()
+        if self._task is not None:
+            return ray
+        address, num_cpus, env = self.address, self.num_cpus, self.env
         if not ray.is_initialized():
             options: dict[str, Any] = {
                 "include_dashboard": False,
                 "log_to_driver": False,
-                "logging_level": logging.WARNING,
+                "logging_level": logging.ERROR,
                 "configure_logging": True,
             }
             if env:  # e.g. CURSORBENCH_HOME for workers of a local cluster
                 options["runtime_env"] = {"env_vars": env}
             if address is None:
                 options["num_cpus"] = num_cpus or os.cpu_count() or 2
-                options["object_store_memory"] = object_store_mb * 1024 * 1024
+                options["object_store_memory"] = self.object_store_mb * 1024 * 1024
             else:
                 options["address"] = address
             try:
@@ -79,15 +92,21 @@ class RayExecutor:
                 raise ConfigError(f"cannot start Ray on {where}: {first}") from None
             self._started_cluster = True
         self._task = ray.remote(_apply).options(
-            num_cpus=cpus_per_attempt, max_retries=max_task_retries, retry_exceptions=False
+            num_cpus=self.cpus_per_attempt,
+            max_retries=self.max_task_retries,
+            retry_exceptions=False,
         )
+        return ray
 
     def put(self, value: bytes) -> Any:
         """One copy of `value` in the object store, for every task that needs it."""
-        return _ray().put(value)
+        return self._connect().put(value)
 
     def map_unordered(self, function: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
-        ray = _ray()
+        items = list(items)
+        if not items:
+            return
+        ray = self._connect()
         shipped = ray.put(function)
         waiting = iter(items)
         self._in_flight = {}
@@ -115,7 +134,7 @@ class RayExecutor:
     def shutdown(self) -> None:
         """Cancels attempts in flight; a local cluster this executor started is stopped."""
         ray = _ray()
-        if not ray.is_initialized():
+        if self._task is None or not ray.is_initialized():
             return
         for ref in list(self._in_flight):
             with contextlib.suppress(Exception):  # already finished or gone
@@ -124,3 +143,4 @@ class RayExecutor:
         if self._started_cluster:
             ray.shutdown()
             self._started_cluster = False
+        self._task = None
