@@ -172,11 +172,12 @@ class RemoteAttempt:
             packed = ray.get(packed)
         task = unpack_task(job, packed, cache) if packed is not None else job.task
         model, backend = _worker_parts(self.setup, cache)
+        sweep_dead_workers(cache / "attempts")
         with tempfile.TemporaryDirectory(prefix="cursorbench-attempt-") as folder:
             environment = AttemptEnvironment(
                 model=model,
                 backend=backend,
-                work_dir=cache / "attempts" / f"remote-{uuid.uuid4().hex[:12]}",
+                work_dir=cache / "attempts" / f"remote-{os.getpid()}-{uuid.uuid4().hex[:12]}",
                 run_dir=Path(folder),
                 keep_workspaces=self.setup.keep_workspaces,
             )
@@ -187,6 +188,21 @@ class RemoteAttempt:
     def failed(self, job: AttemptJob, error: BaseException) -> FinishedAttempt:
         """The result of a job the executor could not run (its worker kept dying)."""
         return FinishedAttempt(result=infra_error(job.attempt, error))
+
+
+def sweep_dead_workers(attempts: Path) -> None:
+    """Removes the scratch folders (mounts included) of worker processes that died mid-attempt
+    (killed, out of memory); their cgroups are swept as any dead harness process's are."""
+    from harness.sandbox.limits import sweep_stale_cgroups
+
+    swept = False
+    for folder in attempts.glob("remote-*-*"):
+        pid = folder.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            remove_tree(folder)
+            swept = True
+    if swept:
+        sweep_stale_cgroups()
 
 
 def infra_error(attempt: Attempt, error: BaseException) -> AttemptResult:

@@ -121,3 +121,5 @@ def test_a_killed_worker_s_attempt_runs_again_and_counts_once(tmp_path: Path, se
     ]
     lines = (tmp_path / "run" / "attempts.jsonl").read_text().splitlines()
     assert len(lines) == 2
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    assert [line for line in mounts if str(tmp_path) in line] == []  # the dead worker's, swept
