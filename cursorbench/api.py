@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -278,8 +279,6 @@ def _open_sandboxes(
     backend_name: str, hidden: tuple[Path, ...], spec: RunSpec, warnings: list[str]
 ) -> Any:
     slots = spec.sandbox.max_commands or (os.cpu_count() or 2)
-    import threading
-
     settings = SandboxSettings(
         hidden=hidden,
         command_slots=threading.Semaphore(slots),

@@ -521,3 +521,23 @@ def test_help_fits_80_columns_without_cutting_options() -> None:
     assert shown.returncode == 0
     assert "--max-sandbox-commands" in shown.stdout and "…" not in shown.stdout
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80
+
+
+def test_a_replay_rescored_offline_from_the_command_line(tmp_path: Path) -> None:
+    recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
+    db = f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    assert cursorbench("run", "--tasks", "textkit-slugify", "--out", str(recorded),
+                       "--db", db).returncode == 0  # fmt: skip
+    done = cursorbench("run", "--replay", str(recorded), "--out", str(replayed), "--db", db)
+    assert done.returncode == 0, done.stderr
+    (before,), (after,) = attempt_lines(recorded), attempt_lines(replayed)
+    keep = ("task_id", "epoch", "status", "failure", "tests", "turns", "tool_calls")
+    assert {k: before[k] for k in keep} == {k: after[k] for k in keep}
+    run = json.loads((replayed / "run.json").read_text())
+    assert run["endpoint_label"] == "replay" and run["model"] == "reference-solver"
+    missing = cursorbench("run", "--replay", str(tmp_path / "nothing"), "--out", str(replayed))
+    assert missing.returncode == 2
+    assert (
+        missing.stderr
+        == f"error: --replay {tmp_path / 'nothing'}: not a run folder (no run.json)\n"
+    )
