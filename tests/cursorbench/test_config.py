@@ -166,3 +166,14 @@ def test_library_errors_are_one_line_cursorbench_errors(tmp_path: Path) -> None:
         api.run({"tasks": ["no-such-task"], "out": str(tmp_path / "run")})
     assert str(raised.value).startswith("no task matches 'no-such-task' (known: ")
     assert not (tmp_path / "run").exists()
+
+
+def test_the_readme_s_config_example_loads(tmp_path: Path) -> None:
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = re.search(r"```yaml\n# run.yaml\n(.*?)```", readme, re.S)
+    assert block is not None
+    (tmp_path / "run.yaml").write_text(block.group(1))
+    spec = load_spec(tmp_path / "run.yaml")
+    assert isinstance(spec.model, OpenAIModel) and spec.executor.concurrency == 8
