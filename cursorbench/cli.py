@@ -1,4 +1,8 @@
-"""The `cursorbench` command line: run, tasks, show.
+"""The `cursorbench` command line: run, show, tasks.
+
+`run` builds a `cursorbench.config.RunSpec` from `--config FILE` and the flags
+(flags win) and hands it to `cursorbench.api.prepare`, the one place a run is
+wired; this module only shows progress and results.
 
 Exit status: 0 a completed run (whatever it scored; errored attempts are
 counted in `errors`), 1 an unexpected internal fault (or `tasks validate`
@@ -10,9 +14,12 @@ command resumes).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
+from collections import Counter
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated
@@ -20,45 +27,44 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
+from cursorbench.api import prepare, stop_local_work
 from cursorbench.cli_leaderboard import register as register_leaderboard
+from cursorbench.config import field_help, spec_from_options
 from cursorbench.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
-from cursorbench.report import print_run
-from cursorbench.runs import UsageError, run_request, start_run
+from cursorbench.progress import RunProgress
+from cursorbench.report import print_run, tests_table
 from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build
-from harness.model import DEFAULT_REQUEST_TIMEOUT_S, EndpointUnusable
-from harness.pricing import PriceTableError
-from harness.results import AttemptResult, Status, in_order
+from harness.errors import ConfigError, CursorBenchError
+from harness.model import RetryNotice
+from harness.results import in_order
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
-from harness.sandbox.local import close_open_sandboxes
-from harness.sandbox.process import kill_running_commands
-from leaderboard import StoreError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-tasks_app = typer.Typer(no_args_is_help=True, help="List, show and validate tasks.")
+# Plain (click) help: it wraps to the terminal instead of cutting option names at 80 columns.
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+tasks_app = typer.Typer(
+    no_args_is_help=True, help="List, show and validate tasks.", rich_markup_mode=None
+)
 app.add_typer(tasks_app, name="tasks")
 register_leaderboard(app)  # runs, gate, dashboard, db
 console = Console(width=None if sys.stdout.isatty() else 140)
-errors = Console(stderr=True)
+errors = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # a log line stays one line
 
 EXIT_BAD_INPUT = 2
 EXIT_ALL_ERRORS = 3
 EXIT_INTERRUPTED = 130
-KNOWN_ERRORS: tuple[type[Exception], ...] = (
-    TaskFileError,
-    BuildError,
-    RunDirError,
-    UsageError,
-    SandboxUnavailable,
-    PriceTableError,
-    StoreError,
-    EndpointUnusable,
-)
+# Every error a user can fix is a CursorBenchError (one line); SandboxUnavailable is the
+# sandbox seam's own, raised by `tasks validate` choosing a backend.
+KNOWN_ERRORS: tuple[type[Exception], ...] = (CursorBenchError, SandboxUnavailable)
 
 TasksOption = Annotated[
     list[str] | None,
@@ -68,44 +74,63 @@ TasksOption = Annotated[
 ]
 
 
+def _help(*path: str) -> str:
+    return field_help(*path)
+
+
 @app.command()
 def run(
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint; omit for the reference solver.")
+    config: Annotated[
+        Path | None,
+        typer.Option(help="A YAML run config; the flags below override what it says."),
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name sent to the endpoint.")] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI-compatible endpoint; without it the reference solver runs."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help=_help("model", "name"))] = None,
     api_key: Annotated[
-        str | None, typer.Option(envvar="OPENAI_API_KEY", show_envvar=True, show_default=False)
+        str | None,
+        typer.Option(envvar="OPENAI_API_KEY", show_envvar=True, show_default=False),
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(help="Serve a finished run's recorded replies (offline re-scoring)."),
     ] = None,
     tasks: TasksOption = None,
-    epochs: Annotated[int, typer.Option(min=1, help="Attempts per task.")] = 1,
-    concurrency: Annotated[int, typer.Option(min=1, help="Attempts in flight.")] = 4,
+    epochs: Annotated[int | None, typer.Option(help=_help("epochs"))] = None,
+    concurrency: Annotated[int | None, typer.Option(help=_help("executor", "concurrency"))] = None,
     max_connections: Annotated[
-        int | None, typer.Option(min=1, help="Model requests in flight [default: concurrency].")
+        int | None, typer.Option(help=_help("model", "max_connections"))
     ] = None,
     max_sandbox_commands: Annotated[
-        int | None, typer.Option(min=1, help="Sandbox commands at once [default: CPUs].")
+        int | None, typer.Option(help=_help("sandbox", "max_commands"))
     ] = None,
-    out: Annotated[
-        str | None, typer.Option(help="Run folder; rerunning with it resumes [runs/MODEL].")
+    out: Annotated[str | None, typer.Option(help=_help("out"))] = None,
+    db: Annotated[str | None, typer.Option(help=_help("store", "url"))] = None,
+    sandbox: Annotated[str | None, typer.Option(help=_help("sandbox", "kind"))] = None,
+    executor: Annotated[
+        str | None, typer.Option(help="local (threads) or ray (a Ray cluster) [default: local].")
     ] = None,
-    db: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL [env CURSORBENCH_DB, else a SQLite file].")
+    ray_address: Annotated[str | None, typer.Option(help=_help("executor", "address"))] = None,
+    temperature: Annotated[float | None, typer.Option(help=_help("model", "temperature"))] = None,
+    max_retries: Annotated[int | None, typer.Option(help=_help("model", "max_retries"))] = None,
+    retry_backoff: Annotated[
+        float | None, typer.Option(help=_help("model", "retry_backoff_s"))
     ] = None,
-    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap, docker or subprocess.")] = "auto",
-    temperature: Annotated[float | None, typer.Option()] = None,
-    max_retries: Annotated[int, typer.Option(min=0, help="Retries per model call.")] = 4,
-    retry_backoff: Annotated[float, typer.Option(min=0, help="First retry wait (s).")] = 1.0,
     request_timeout: Annotated[
-        float, typer.Option(help="Seconds one model request may take before it is retried.")
-    ] = DEFAULT_REQUEST_TIMEOUT_S,
-    prices: Annotated[str | None, typer.Option(help="YAML price table to add.")] = None,
-    price_input: Annotated[float | None, typer.Option(help="$ per M input tokens.")] = None,
-    price_output: Annotated[float | None, typer.Option(help="$ per M output tokens.")] = None,
-    keep_workspaces: Annotated[bool, typer.Option(help="Keep attempt folders.")] = False,
+        float | None, typer.Option(help=_help("model", "request_timeout_s"))
+    ] = None,
+    prices: Annotated[str | None, typer.Option(help=_help("model", "prices"))] = None,
+    price_input: Annotated[float | None, typer.Option(help=_help("model", "price_input"))] = None,
+    price_output: Annotated[float | None, typer.Option(help=_help("model", "price_output"))] = None,
+    keep_workspaces: Annotated[
+        bool | None,
+        typer.Option("--keep-workspaces", help=_help("sandbox", "keep_workspaces")),
+    ] = None,
     retry_errors: Annotated[
-        bool, typer.Option(help="On resume, run again the attempts that ended in error.")
-    ] = False,
+        bool | None, typer.Option("--retry-errors", help=_help("retry_errors"))
+    ] = None,
     evals: Annotated[
         str | None,
         typer.Option(
@@ -115,11 +140,13 @@ def run(
     ] = None,
 ) -> None:
     """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
-    request = run_request(
+    spec = spec_from_options(
+        config,
         base_url=base_url,
         model=model,
         api_key=api_key,
-        tasks=tasks or [],
+        replay=replay,
+        tasks=tasks,
         epochs=epochs,
         concurrency=concurrency,
         max_connections=max_connections,
@@ -127,10 +154,12 @@ def run(
         out=out,
         db=db,
         sandbox=sandbox,
+        executor=executor,
+        ray_address=ray_address,
         temperature=temperature,
         max_retries=max_retries,
-        retry_backoff_s=retry_backoff,
-        request_timeout_s=request_timeout,
+        retry_backoff=retry_backoff,
+        request_timeout=request_timeout,
         prices=prices,
         price_input=price_input,
         price_output=price_output,
@@ -139,26 +168,39 @@ def run(
         evals=_names(evals),
     )
     with ExitStack() as stack:
-        runner = start_run(request, stack)
+        relay = RetryRelay()
+        runner = prepare(spec, stack, on_retry=relay)
         for warning in runner.run.warnings:
-            errors.print(f"[bold yellow]warning:[/] {warning}")
+            errors.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
         pending = runner.pending()
+        done, total = len(runner.finished), len(runner.finished) + len(pending)
+        if not pending:
+            errors.print(
+                f"run already complete: {done} of {total} attempts in {runner.run_dir.path}; "
+                "nothing to run"
+                + (" (--retry-errors runs errored ones again)" if not spec.retry_errors else ""),
+                highlight=False,
+            )
         try:
-            with ProgressBar(len(runner.finished), len(runner.finished) + len(pending)) as bar:
-                outcome = runner.execute(on_result=bar)
+            with RunProgress(errors, done, total) as progress:
+                relay.target = progress.retry
+                outcome = runner.execute(on_result=progress)
         except RunInterrupted as stop:
-            kill_running_commands()
-            close_open_sandboxes()  # their mounts and cgroups would outlive this process
+            stop_local_work()
             errors.print(f"{stop}; run the same command again to resume")
             sys.stderr.flush()
             # Attempts still in flight hold worker threads that the interpreter would
             # wait for; everything finished is already on disk, so leave now.
             os._exit(EXIT_INTERRUPTED)
-    print_run(console, outcome.run, outcome.results, runner.config.planned)
-    for warning in outcome.store_warnings:
-        errors.print(f"[yellow]warning:[/] {warning}; rerun the same command to sync the store")
+    print_run(console, outcome.run, outcome.results, runner.config.planned, outcome.summary, False)
+    for warning, count in Counter(outcome.store_warnings).items():
+        times = f" ({count} times)" if count > 1 else ""
+        errors.print(
+            f"[yellow]warning:[/] {warning}{times}; rerun the same command to sync the store",
+            highlight=False,
+        )
     console.print(f"results: {runner.run_dir.path}")
-    if outcome.results and all(r.status is Status.ERROR for r in outcome.results):
+    if outcome.all_errors:
         print(
             f"error: every attempt ended in error, e.g. {outcome.results[0].error}; "
             "nothing was judged (fix the cause, then rerun with --retry-errors)",
@@ -167,45 +209,38 @@ def run(
         raise typer.Exit(EXIT_ALL_ERRORS)
 
 
-def _names(value: str | None) -> list[str]:
+def _names(value: str | None) -> list[str] | None:
     """`--evals a,b`: the names; an empty one is refused."""
     if value is None:
-        return []
+        return None
     names = [name.strip() for name in value.split(",")]
     if not all(names):
-        raise UsageError("--evals: an empty name; give e.g. intent,eager_editing or all")
+        raise ConfigError("--evals: an empty name; give e.g. intent,eager_editing or all")
     return names
 
 
-class ProgressBar:
-    """A progress bar on stderr; calling it records one finished attempt."""
+class RetryRelay:
+    """Hands retry notices to the progress display once there is one."""
 
-    def __init__(self, done: int, total: int) -> None:
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=errors,
-            transient=True,
-        )
-        self.resolved = 0
-        self.task = self.bar.add_task("attempts", total=total, completed=done)
+    def __init__(self) -> None:
+        self.target: Callable[[RetryNotice], None] | None = None
 
-    def __enter__(self) -> ProgressBar:
-        self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
-
-    def __call__(self, result: AttemptResult) -> None:
-        self.resolved += result.resolved
-        self.bar.update(self.task, advance=1, description=f"resolved {self.resolved}")
+    def __call__(self, notice: RetryNotice) -> None:
+        if self.target is not None:
+            self.target(notice)
 
 
 @app.command()
-def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`.")]) -> None:
+def show(
+    out: Annotated[Path, typer.Argument(help="A run folder written by `run`.")],
+    tests: Annotated[
+        bool, typer.Option("--tests", help="Also list each attempt's per-test outcomes.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print the run, its summary and its attempts as JSON."),
+    ] = False,
+) -> None:
     """Print a finished (or partial) run as a table."""
     folder = RunDir(out)
     stored = folder.existing_run()
@@ -215,7 +250,19 @@ def show(out: Annotated[Path, typer.Argument(help="A run folder written by `run`
         planned = RunConfig.model_validate(stored.config).planned
     except ValidationError:
         raise RunDirError(f"{out}: run.json holds no readable configuration") from None
-    print_run(console, stored, in_order(folder.finished().values()), planned)
+    results = in_order(folder.finished().values())
+    summary = folder.summary()
+    if as_json:
+        document = {
+            "run": stored.model_dump(mode="json"),
+            "summary": summary,
+            "attempts": [result.model_dump(mode="json") for result in results],
+        }
+        print(json.dumps(document, indent=2, default=str))
+        return
+    print_run(console, stored, results, planned, summary)
+    if tests:
+        console.print(tests_table(results))
 
 
 @tasks_app.command("list")

@@ -76,9 +76,9 @@ def one_line_errors(function: F) -> F:
 
 
 def _url(db: str | None) -> str:
-    from cursorbench.runs import default_db_url
+    from cursorbench.config import SqlStoreSpec
 
-    return db or default_db_url()
+    return SqlStoreSpec(url=db).resolved_url()
 
 
 def _store(db: str | None) -> SqlStore:

@@ -10,11 +10,12 @@ import yaml
 from pydantic import ValidationError
 
 from cursorbench.task import Task
+from harness.errors import CursorBenchError
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-class TaskFileError(ValueError):
+class TaskFileError(CursorBenchError, ValueError):
     """A task file or selection is unusable; the message is one line for the user."""
 
 

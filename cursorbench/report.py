@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 
-from harness.results import AttemptResult, RunInfo, Status
+from harness.results import AttemptResult, RunInfo, Status, TestOutcome
 from harness.summary import score_key, score_means
 
 REFERENCE = "reference-solver"
@@ -30,7 +32,23 @@ def partial_note(finished: int, planned: int) -> str | None:
     return f"PARTIAL: {finished} of {planned} attempts finished" if finished < planned else None
 
 
-def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> Table:
+def run_wall_time(results: list[AttemptResult], summary: dict[str, Any] | None) -> float:
+    """The run's wall time: from its summary where it was measured, else from the first
+    attempt's start to the last one's end (never the sum of overlapping attempts)."""
+    if summary and "attempt_time_s" in summary and "wall_time_s" in summary:
+        return float(summary["wall_time_s"])
+    if not results:
+        return 0.0
+    start = min(result.started_at for result in results)
+    return (max(result.finished_at for result in results) - start).total_seconds()
+
+
+def results_table(
+    run: RunInfo,
+    results: list[AttemptResult],
+    planned: int,
+    summary: dict[str, Any] | None = None,
+) -> Table:
     embedded = run.endpoint_label == REFERENCE
     who = "embedded reference solver, not a model" if embedded else run.base_url
     title = f"{run.model} ({who}) · run {run.id} · sandbox {run.sandbox}"
@@ -58,8 +76,8 @@ def results_table(run: RunInfo, results: list[AttemptResult], planned: int) -> T
     table.add_column("tokens", justify="right", footer=_tokens(tokens, estimated))
     cost = sum(r.usage.cost_usd for r in results)
     table.add_column("cost", justify="right", footer=f"${cost:.4f}")
-    wall = sum(r.wall_time_s for r in results)
-    table.add_column("time", justify="right", footer=_seconds(wall))
+    wall = run_wall_time(results, summary)
+    table.add_column("time", justify="right", footer=f"{_seconds(wall)} wall")
     scored = any(result.scores for result in results)
     if scored:  # behaviour checks (evals): their means are in `scores_table`
         table.add_column("scores")
@@ -101,14 +119,22 @@ def scores_table(results: list[AttemptResult]) -> Table | None:
     return table
 
 
-def print_run(console: Console, run: RunInfo, results: list[AttemptResult], planned: int) -> None:
-    """The table, the run's warnings, an example error, and whether the run is partial."""
-    console.print(results_table(run, results, planned))
+def print_run(
+    console: Console,
+    run: RunInfo,
+    results: list[AttemptResult],
+    planned: int,
+    summary: dict[str, Any] | None = None,
+    warnings: bool = True,
+) -> None:
+    """The table, the behaviour scores, the run's warnings (unless already shown), an
+    example error, and whether the run is partial."""
+    console.print(results_table(run, results, planned, summary))
     scores = scores_table(results)
     if scores is not None:
         console.print(scores)
-    for warning in run.warnings:
-        console.print(f"[bold yellow]warning:[/] {warning}")
+    for warning in run.warnings if warnings else []:
+        console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     errors = [r for r in results if r.status is Status.ERROR and r.error]
     if errors:
         console.print(f"[yellow]{len(errors)} attempts ended in error, e.g.:[/] {errors[0].error}")
@@ -120,3 +146,27 @@ def print_run(console: Console, run: RunInfo, results: list[AttemptResult], plan
             f"finished, {_share(resolved, planned)} of those planned; "
             "run the same `cursorbench run` command again to finish it"
         )
+
+
+TEST_STYLE = {
+    TestOutcome.PASSED: "green",
+    TestOutcome.FAILED: "red",
+    TestOutcome.ERROR: "red",
+    TestOutcome.SKIPPED: "yellow",
+    TestOutcome.MISSING: "yellow",
+}
+
+
+def tests_table(results: list[AttemptResult]) -> Table:
+    """Each attempt's graded tests and their outcomes (attempts never graded have none)."""
+    table = Table(
+        "task", "epoch", "test", "outcome", title="per-test outcomes", title_justify="left"
+    )
+    for result in results:
+        if not result.tests:
+            reason = result.failure.value if result.failure else "no tests"
+            table.add_row(result.task_id, str(result.epoch), f"(not graded: {reason})", "")
+        for test, outcome in sorted(result.tests.items()):
+            style = TEST_STYLE[outcome]
+            table.add_row(result.task_id, str(result.epoch), test, f"[{style}]{outcome.value}[/]")
+    return table

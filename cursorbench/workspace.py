@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursorbench.task import FolderSource, Operation, RemoveFile, RemoveSymbol, ReplaceText, Task
+from harness.errors import CursorBenchError
 from harness.sandbox.baseline import Baseline
 from harness.spec import PreparedTask, with_behaviour_checks
 
@@ -31,7 +32,7 @@ SKIPPED_SUFFIXES = (".pyc", ".pyo")
 READY_MARKER = "READY"
 
 
-class BuildError(RuntimeError):
+class BuildError(CursorBenchError, RuntimeError):
     """The task cannot be built (one line, naming the task)."""
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.agent import AgentOutcome, run_agent
 from harness.flags import scan
 from harness.grading import GradeReport, grade
-from harness.model import ChatModel
+from harness.model import CURRENT_ATTEMPT, ChatModel
 from harness.results import Attempt, AttemptResult, Failure, Score, Status, TestOutcome
 from harness.sandbox import (
     PatchRejected,
@@ -57,6 +57,22 @@ def run_attempt(task: PreparedTask, attempt: Attempt, env: AttemptEnvironment) -
     scratch = env.work_dir / f"{attempt.task_id}__{attempt.epoch}"
     relative = trajectory_path(attempt)
     header = {"task_id": task.id, "epoch": attempt.epoch, "model": env.model.name}
+    token = CURRENT_ATTEMPT.set(attempt.key)  # model calls say which attempt made them
+    try:
+        return _run_recorded(task, attempt, env, scratch, relative, header, started)
+    finally:
+        CURRENT_ATTEMPT.reset(token)
+
+
+def _run_recorded(
+    task: PreparedTask,
+    attempt: Attempt,
+    env: AttemptEnvironment,
+    scratch: Path,
+    relative: str,
+    header: dict,
+    started: datetime,
+) -> AttemptResult:
     with Trajectory(env.run_dir / relative, header) as trajectory:
         fields = _attempt(task, attempt, env, scratch, trajectory)
         finished = datetime.now(UTC)

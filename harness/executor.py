@@ -2,7 +2,10 @@
 
 `LocalExecutor` uses threads: an attempt spends its time waiting on the model
 endpoint or on a sandboxed subprocess, so threads are enough on one machine.
-A cluster executor (Ray) implements the same protocol.
+A cluster executor (`harness.ray_executor.RayExecutor`) implements the same
+protocol with `remote = True`: the function it is given must then be
+picklable (the runner hands it a `harness.remote.RemoteAttempt`), and it may
+offer `put(bytes)` to share one copy of a task's files among its workers.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ Result = TypeVar("Result")
 
 
 class Executor(Protocol):
+    remote: bool  # whether work runs away from this process (see the module docstring)
+
     def map_unordered(
         self, function: Callable[[Item], Result], items: Iterable[Item]
     ) -> Iterator[Result]: ...
@@ -26,6 +31,8 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
+    remote = False
+
     def __init__(self, concurrency: int) -> None:
         self.concurrency = concurrency
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="attempt")

@@ -12,6 +12,7 @@ agent loop turns them into tool errors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -20,11 +21,13 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import openai
 from pydantic import BaseModel, Field
 
+from harness.errors import CursorBenchError
 from harness.pricing import Price
 from harness.results import Usage
 
@@ -41,6 +44,21 @@ CONTEXT_OVERFLOW = re.compile(
 DEFAULT_REQUEST_TIMEOUT_S = 300.0  # one try of one request; see the README for why 300
 SHOWN_BODY_BYTES = 80  # of a junk reply, in error messages
 SHOWN_MODELS = 5  # of the models an endpoint serves, when it does not serve the one asked for
+ATTEMPT_HEADER = "X-CursorBench-Attempt"  # `task#epoch`, sent only where asked (replays)
+CURRENT_ATTEMPT: ContextVar[str | None] = ContextVar("cursorbench_attempt", default=None)
+
+
+class RetryNotice(BaseModel):
+    """A model call about to be retried: what went wrong and how long it waits."""
+
+    attempt: str | None  # `task#epoch` of the attempt that made the call, when known
+    retry: int  # 1 for the first retry
+    max_retries: int
+    wait_s: float
+    reason: str
+
+
+RetryListener = Callable[[RetryNotice], None]
 
 
 class ModelAPIError(Exception):
@@ -59,7 +77,7 @@ class ContextOverflow(Exception):
         self.usage = usage or Usage()
 
 
-class EndpointUnusable(Exception):
+class EndpointUnusable(CursorBenchError):
     """The endpoint cannot serve a run: unreachable, key refused, model not served (one line)."""
 
 
@@ -122,8 +140,12 @@ class OpenAIChatModel:
         temperature: float | None = None,
         connection_slots: threading.Semaphore | None = None,
         request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+        attempt_header: bool = False,
+        on_retry: RetryListener | None = None,
     ) -> None:
         self.name = name
+        self.attempt_header = attempt_header
+        self.on_retry = on_retry
         self.base_url = base_url
         self.price = price
         self.retry = retry or RetryPolicy()
@@ -150,6 +172,7 @@ class OpenAIChatModel:
                     spent = Usage(retries=retries, wait_s=waited)
                     raise ModelAPIError(self._describe(error, retries), spent) from None
                 wait = self.retry.wait(retries, _retry_after(error))
+                self._notify_retry(retries + 1, wait, error)
                 time.sleep(wait)
                 waited += wait
                 retries += 1
@@ -168,6 +191,20 @@ class OpenAIChatModel:
             reply.usage.retries = retries
             reply.usage.wait_s = waited
             return reply
+
+    def _notify_retry(self, retry: int, wait: float, error: Exception) -> None:
+        if self.on_retry is None:
+            return
+        reason = self._describe(error, 0)
+        notice = RetryNotice(
+            attempt=CURRENT_ATTEMPT.get(),
+            retry=retry,
+            max_retries=self.retry.max_retries,
+            wait_s=wait,
+            reason=reason,
+        )
+        with contextlib.suppress(Exception):  # a broken listener must not break the call
+            self.on_retry(notice)
 
     def check(self) -> None:
         """Once, before a run: the endpoint answers, takes the key and serves the model.
@@ -279,11 +316,13 @@ class OpenAIChatModel:
         # The conversation goes in `extra_body`, already in wire format: the client's
         # own transform of `messages` walks every message's type hints and costs
         # ~1 ms per message per call, which dominated the harness's time per step.
+        attempt = CURRENT_ATTEMPT.get() if self.attempt_header else None
         raw = self._client.chat.completions.with_raw_response.create(
             model=self.name,
             messages=[],
             timeout=self.request_timeout_s,
             extra_body={"messages": messages, "tools": tools, **options},
+            extra_headers={ATTEMPT_HEADER: attempt} if attempt else None,
         )
         try:
             response = raw.parse()

@@ -48,6 +48,15 @@ class Responder(Protocol):
 
 
 @runtime_checkable
+class ReadsHeaders(Protocol):
+    """A responder that needs the request's headers too (a replay: which attempt asks)."""
+
+    def respond_to(self, request: dict[str, Any], headers: dict[str, str]) -> Reply | RawReply:
+        """Headers by lower-case name."""
+        ...
+
+
+@runtime_checkable
 class AnswersModels(Protocol):
     """A responder that answers `GET /models` itself (e.g. to fail it like a bad endpoint)."""
 
@@ -137,8 +146,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(error_reply(400, "body is not JSON"))
             return
         self.server.requests += 1
+        responder = self.server.responder
         try:
-            reply = self.server.responder.respond(request)
+            if isinstance(responder, ReadsHeaders):
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                reply = responder.respond_to(request, headers)
+            else:
+                reply = responder.respond(request)
         except Exception as error:  # a broken responder answers 500, like a broken provider
             reply = error_reply(500, f"{type(error).__name__}: {error}")
         if isinstance(reply, Reply):
@@ -166,7 +180,8 @@ class _Server(ThreadingHTTPServer):
 
 
 class OpenAIServer:
-    """Serves a responder on loopback in a background thread; use as a context manager."""
+    """Serves a responder on loopback (or `host`) in a background thread; use as a context
+    manager."""
 
     def __init__(self, responder: Responder, host: str = "127.0.0.1", port: int = 0) -> None:
         self._server = _Server((host, port), responder)

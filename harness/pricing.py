@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from harness.errors import CursorBenchError
+
 
 class Price(BaseModel):
     """US dollars per million tokens."""
@@ -23,7 +25,7 @@ PriceTable = dict[str, Price]
 _TABLE = TypeAdapter(PriceTable)
 
 
-class PriceTableError(ValueError):
+class PriceTableError(CursorBenchError, ValueError):
     pass
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
 
 RUN_FILE = "run.json"
@@ -23,7 +26,7 @@ ATTEMPTS_FILE = "attempts.jsonl"
 SUMMARY_FILE = "summary.json"
 
 
-class RunDirError(Exception):
+class RunDirError(CursorBenchError):
     """The folder cannot be used for this run (one line, for the user)."""
 
 
@@ -67,6 +70,36 @@ class RunDir:
         if self._lock_file is not None:
             os.close(self._lock_file)  # closing the descriptor releases the lock
             self._lock_file = None
+
+    @property
+    def locked(self) -> bool:
+        """Whether this object holds the folder's lock."""
+        return self._lock_file is not None
+
+    @contextmanager
+    def holding(self) -> Iterator[RunDir]:
+        """The folder, locked for the block: its one owner takes and releases the lock."""
+        self.lock()
+        try:
+            yield self
+        finally:
+            self.unlock()
+
+    def wall_time_s(self) -> float:
+        """The wall time earlier sessions of this run spent (from summary.json), or 0."""
+        summary = self.summary()
+        if summary is None or "attempt_time_s" not in summary:
+            return 0.0  # an older summary whose wall_time_s was the sum of attempts
+        value = summary.get("wall_time_s")
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    def write_text(self, relative: str, text: str) -> None:
+        """Writes a file under the folder at once (e.g. a trajectory that came back)."""
+        path = self.path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
 
     def existing_run(self) -> RunInfo | None:
         run_file = self.path / RUN_FILE
@@ -128,6 +161,14 @@ class RunDir:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self.attempts_path)
+
+    def summary(self) -> dict[str, Any] | None:
+        """summary.json as last written, or None."""
+        try:
+            data = json.loads((self.path / SUMMARY_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         write_json_atomic(self.path / SUMMARY_FILE, summary)

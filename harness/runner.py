@@ -5,26 +5,35 @@ the result store. Starting the same run again resumes it: attempts already in
 the folder are not repeated, and any the store missed (a kill between the two
 writes, a database that was down) are copied over first. A store that fails
 mid-run costs a warning, never a result: the run folder still has it.
+
+Attempts run through an `Executor`: in this process's threads, or remotely
+(`executor.remote`), where each attempt is an `AttemptJob` run by a
+`RemoteAttempt` and its trajectory comes back as text. Either way this
+process is the only writer of the run folder and the store. The run folder
+must be locked by whoever opened the run (its one owner) before a `Runner`
+is made; the runner neither takes nor releases the lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.attempt import AttemptEnvironment, run_attempt
+from harness.attempt import AttemptEnvironment, run_attempt, trajectory_path
 from harness.executor import Executor, LocalExecutor
 from harness.model import ChatModel
+from harness.remote import AttemptJob, FinishedAttempt, RemoteAttempt, pack_task
 from harness.results import Attempt, AttemptResult, RunInfo, Status, in_order
-from harness.rundir import RunDir
+from harness.rundir import RunDir, RunDirError
 from harness.sandbox import SandboxBackend
 from harness.sandbox.local import remove_tree
 from harness.spec import PreparedTask
@@ -55,14 +64,31 @@ class RunConfig(BaseModel):
         return len(self.tasks) * self.epochs
 
 
+@runtime_checkable
 class ResultStore(Protocol):
-    """Where results land besides the run folder (see `leaderboard.Store`)."""
+    """Where results land besides the run folder: the one store protocol of the project
+    (`leaderboard.SqlStore` implements it). Writes must be idempotent: a resumed run
+    records again what a store may already hold."""
 
-    def start_run(self, run: RunInfo) -> None: ...
-    def record(self, run_id: str, result: AttemptResult) -> None: ...
-    def attempt_keys(self, run_id: str) -> set[str]: ...
+    def start_run(self, run: RunInfo) -> None:
+        """Registers the run; again with the same config hash does nothing."""
+        ...
+
+    def record(self, run_id: str, result: AttemptResult) -> None:
+        """Stores one attempt, replacing an earlier record of the same (task, epoch)."""
+        ...
+
+    def attempt_keys(self, run_id: str) -> set[str]:
+        """Keys (`task_id#epoch`) of the attempts already recorded for the run."""
+        ...
+
     def finish_run(self, run_id: str, summary: dict) -> None: ...
-    def delete_attempts(self, run_id: str, keys: set[str]) -> None: ...
+
+    def delete_attempts(self, run_id: str, keys: set[str]) -> None:
+        """Forgets attempts (to run them again); unknown keys are ignored."""
+        ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -82,10 +108,18 @@ class RunInterrupted(Exception):
 
 @dataclass
 class RunOutcome:
+    """What a run gives back: its identity, every finished attempt, the summary."""
+
     run: RunInfo
     results: list[AttemptResult]
     summary: dict
     store_warnings: list[str]
+    already_complete: bool = False  # nothing was left to run when it started
+
+    @property
+    def all_errors(self) -> bool:
+        """Every attempt ended in `error`: nothing was judged."""
+        return bool(self.results) and all(r.status is Status.ERROR for r in self.results)
 
 
 Listener = Callable[[AttemptResult], None]
@@ -102,17 +136,24 @@ class Runner:
         run_dir: RunDir,
         store: ResultStore | None = None,
         executor: Executor | None = None,
+        remote: RemoteAttempt | None = None,
     ) -> None:
+        if not run_dir.locked:
+            raise RunDirError(f"{run_dir.path}: lock the run folder before running in it")
         self.tasks = {task.id: task for task in tasks}
         self.config = config
         self.options = options
         self.run_dir = run_dir
         self.store = store
         self.executor = executor or LocalExecutor(options.concurrency)
+        if getattr(self.executor, "remote", False) and remote is None:
+            raise ValueError("a remote executor needs the attempts' `RemoteAttempt`")
+        self.remote = remote
         self.store_warnings: list[str] = []
-        run_dir.lock()
         self.run = run_dir.open(self._fresh_run_info(backend))
         self.finished = run_dir.finished()
+        self.earlier_wall_time_s = run_dir.wall_time_s()  # of earlier sessions of this run
+        self.started = time.monotonic()
         if options.retry_errors:
             self._forget_errors()
         self.environment = AttemptEnvironment(
@@ -149,15 +190,17 @@ class Runner:
         ]
 
     def execute(self, on_result: Listener | None = None) -> RunOutcome:
-        try:
-            return self._execute(on_result)
-        finally:
-            self.run_dir.unlock()
-
-    def _execute(self, on_result: Listener | None) -> RunOutcome:
+        self.started = time.monotonic()
         self._sync_store()
+        already_complete = not self.pending()
         try:
-            for result in self.executor.map_unordered(self._run_one, self.pending()):
+            for finished in self._finished_attempts():
+                result = finished.result
+                if result.key in self.finished:  # a job run twice (a worker died late)
+                    continue
+                if finished.trajectory is not None:  # written away from the run folder
+                    where = trajectory_path(Attempt(task_id=result.task_id, epoch=result.epoch))
+                    self.run_dir.write_text(where, finished.trajectory)
                 self.finished[result.key] = result
                 self.run_dir.append(result)
                 self._store("record", self.run.id, result)
@@ -172,10 +215,34 @@ class Runner:
         self.run_dir.write_summary(summary)
         self._store("finish_run", self.run.id, summary)
         self.executor.shutdown()
-        return RunOutcome(self.run, self.results(), summary, self.store_warnings)
+        return RunOutcome(self.run, self.results(), summary, self.store_warnings, already_complete)
 
-    def _run_one(self, attempt: Attempt) -> AttemptResult:
-        return run_attempt(self.tasks[attempt.task_id], attempt, self.environment)
+    def _finished_attempts(self) -> Iterator[FinishedAttempt]:
+        pending = self.pending()
+        if self.remote is None:
+            return self.executor.map_unordered(self._run_here, pending)
+        packed = {}
+        for task_id in {attempt.task_id for attempt in pending}:
+            blob = pack_task(self.tasks[task_id])
+            put = getattr(self.executor, "put", None)
+            packed[task_id] = put(blob) if put is not None else blob
+        jobs = [
+            AttemptJob(
+                task=self.tasks[attempt.task_id],
+                attempt=attempt,
+                digest=self.config.tasks.get(attempt.task_id, ""),
+                packed=packed[attempt.task_id],
+            )
+            for attempt in pending
+        ]
+        return self.executor.map_unordered(self.remote, jobs)
+
+    def _run_here(self, attempt: Attempt) -> FinishedAttempt:
+        return FinishedAttempt(run_attempt(self.tasks[attempt.task_id], attempt, self.environment))
+
+    def wall_time_s(self) -> float:
+        """The run's wall time: earlier sessions (a resumed run) plus this one so far."""
+        return self.earlier_wall_time_s + (time.monotonic() - self.started)
 
     def results(self) -> list[AttemptResult]:
         return in_order(self.finished.values())
@@ -183,7 +250,8 @@ class Runner:
     def summary(self) -> dict:
         identity = {"run_id": self.run.id, "model": self.run.model}
         identity |= {"endpoint": self.run.endpoint_label, "sandbox": self.run.sandbox}
-        return identity | summarize(self.results(), self.config.planned)
+        figures = summarize(self.results(), self.config.planned, wall_time_s=self.wall_time_s())
+        return identity | figures
 
     def _forget_errors(self) -> None:
         """Drops errored attempts from the folder and the store, so they run again."""

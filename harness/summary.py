@@ -9,7 +9,9 @@ from typing import Any
 from harness.results import AttemptResult, Status, in_order
 
 
-def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
+def summarize(
+    results: list[AttemptResult], planned: int, wall_time_s: float | None = None
+) -> dict[str, Any]:
     """Figures over the finished attempts of a run made of `planned` attempts.
 
     With behaviour checks (evals), `scores` has each one's mean by name (`score_means`).
@@ -17,7 +19,10 @@ def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
     A run with fewer finished than planned is partial (`complete` false). `resolved_rate`
     is over the finished attempts, errors counted as unresolved; `resolved_rate_planned`
     is over the planned ones; `resolved_rate_judged` leaves errored attempts out.
+    `wall_time_s` is the run's wall time when known (else the attempts' sum, as
+    `attempt_time_s` always is: attempts overlap, so it is usually longer).
     """
+    attempt_time = round(sum(result.wall_time_s for result in results), 3)
     finished = len(results)
     resolved = sum(result.resolved for result in results)
     errors = sum(result.status is Status.ERROR for result in results)
@@ -43,7 +48,8 @@ def summarize(results: list[AttemptResult], planned: int) -> dict[str, Any]:
         "truncated_replies": sum(result.usage.truncated_replies for result in results),
         "cost_usd": round(sum(result.usage.cost_usd for result in results), 6),
         "turns": sum(result.turns for result in results),
-        "wall_time_s": round(sum(result.wall_time_s for result in results), 3),
+        "wall_time_s": attempt_time if wall_time_s is None else round(wall_time_s, 3),
+        "attempt_time_s": attempt_time,
         "pass_at_k": pass_at(results),
         "per_task": _per_task(results),
     } | ({"scores": scores} if scores else {})

@@ -43,6 +43,7 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.orm import Session
 
+from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
 from leaderboard import rows, summaries
 from leaderboard.migrate import SchemaOutOfDate, ensure_current
@@ -53,7 +54,7 @@ CONNECT_TIMEOUT_S = 10  # how long to wait for a PostgreSQL server before giving
 MAX_REASON_CHARS = 300
 
 
-class StoreError(Exception):
+class StoreError(CursorBenchError):
     """The store could not be opened, read or written. The message is one line."""
 
 

@@ -32,6 +32,7 @@ fi
 stamp=.venv/.cursorbench-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  # setuptools explains editable installs in a wall of UserWarnings; keep set-up quiet
+  PYTHONWARNINGS=ignore::UserWarning .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"
 fi

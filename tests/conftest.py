@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from cursorbench.runs import RunRequest, start_run
+from cursorbench import api
+from cursorbench.config import spec_from_options
 from harness.openai_server import OpenAIServer, Responder
 from harness.runner import RunOutcome
 
@@ -64,11 +65,10 @@ def run_benchmark(tmp_path: Path) -> Callable[..., RunOutcome]:
     """Runs the real runner in-process (as `cursorbench run` does) and returns its outcome."""
 
     def run(**options: Any) -> RunOutcome:
+        """Options are the CLI's, by their Python names (`retry_backoff`, `db`, ...)."""
         options.setdefault("out", tmp_path / "run")
-        options.setdefault("retry_backoff_s", 0.0)
+        options.setdefault("retry_backoff", 0.0)
         options.setdefault("max_retries", 1)
-        with ExitStack() as stack:
-            runner = start_run(RunRequest(**options), stack)
-            return runner.execute()
+        return api.run(spec_from_options(**options))
 
     return run

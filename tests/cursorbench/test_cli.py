@@ -443,3 +443,101 @@ def test_retry_errors_reruns_only_the_errored_attempts(tmp_path: Path, serve) ->
     lines = attempt_lines(out)
     assert len(lines) == 2 and {line["failure"] for line in lines} == {"empty_diff"}
     assert db_rows(db) == [("textkit-case-styles", 0), ("textkit-slugify", 0)]
+
+
+class RateLimitedOnce:
+    """Answers 429 (retry after 0s) to the first chat completion, then only says "done"."""
+
+    models = ["rate-limited-double"]
+
+    def __init__(self) -> None:
+        self.limited = False
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        from harness.openai_server import RawReply
+
+        if not self.limited:
+            self.limited = True
+            body = b'{"error": {"message": "slow down", "type": "rate_limit", "code": 429}}'
+            return RawReply(429, body)
+        return DoneOnlyDouble().respond(request)
+
+
+def test_a_run_in_a_log_prints_a_line_per_attempt_and_each_retry(tmp_path: Path, serve) -> None:
+    out = tmp_path / "run"
+    args = ["run", "--base-url", serve(RateLimitedOnce()), "--model", "rate-limited-double",
+            "--tasks", "textkit-*", "--concurrency", "1", "--retry-backoff", "0",
+            "--out", str(out)]  # fmt: skip
+    done = cursorbench(*args)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    retry = [line for line in lines if line.startswith("retry 1/4 for textkit-")]
+    assert len(retry) == 1 and "HTTP 429" in retry[0], done.stderr
+    finished = [line for line in lines if line.startswith("[")]
+    assert [line.split()[0] for line in finished] == ["[1/2]", "[2/2]"]
+    assert "failed (empty_diff: the agent changed nothing)" in finished[0]
+    assert "0 resolved, 2 failed, 0 error · 1 retries" in finished[1]
+    assert done.stderr.count("no price known") == 1  # each warning once
+    assert "no price known" not in done.stdout
+    again = cursorbench(*args)
+    assert again.returncode == 0
+    assert "run already complete: 2 of 2 attempts" in again.stderr
+
+
+def test_a_config_file_with_flags_over_it(tmp_path: Path, serve) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"tasks: [textkit-slugify]\nepochs: 2\nout: {tmp_path / 'run'}\n"
+        f"model: {{base_url: '{serve(DoneOnlyDouble())}', name: done-only-double}}\n"
+        "store: {kind: none}\n"
+    )
+    done = cursorbench("run", "--config", str(config), "--epochs", "1")
+    assert done.returncode == 0, done.stderr
+    assert len(attempt_lines(tmp_path / "run")) == 1
+    config.write_text("model: {bse_url: y}\n")
+    bad = cursorbench("run", "--config", str(config))
+    assert bad.returncode == 2
+    assert bad.stderr == f"error: {config}: model.bse_url: Extra inputs are not permitted\n"
+
+
+def test_show_lists_per_test_outcomes_and_json(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = cursorbench("run", "--tasks", "textkit-slugify", "--out", str(out),
+                       "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = cursorbench("show", str(out), "--tests")
+    assert shown.returncode == 0
+    assert "tests/test_slugify.py::test_basic" in shown.stdout and "passed" in shown.stdout
+    document = json.loads(cursorbench("show", str(out), "--json").stdout)
+    assert document["summary"]["resolved"] == 1
+    (attempt,) = document["attempts"]
+    assert attempt["tests"]["tests/test_slugify.py::test_basic"] == "passed"
+    assert document["run"]["model"] == "reference-solver"
+
+
+def test_help_fits_80_columns_without_cutting_options() -> None:
+    env = os.environ | {"COLUMNS": "80", "TERM": "xterm"}
+    shown = subprocess.run([*CLI, "run", "--help"], capture_output=True, text=True, env=env)
+    assert shown.returncode == 0
+    assert "--max-sandbox-commands" in shown.stdout and "…" not in shown.stdout
+    assert max(len(line) for line in shown.stdout.splitlines()) <= 80
+
+
+def test_a_replay_rescored_offline_from_the_command_line(tmp_path: Path) -> None:
+    recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
+    db = f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    assert cursorbench("run", "--tasks", "textkit-slugify", "--out", str(recorded),
+                       "--db", db).returncode == 0  # fmt: skip
+    done = cursorbench("run", "--replay", str(recorded), "--out", str(replayed), "--db", db)
+    assert done.returncode == 0, done.stderr
+    (before,), (after,) = attempt_lines(recorded), attempt_lines(replayed)
+    keep = ("task_id", "epoch", "status", "failure", "tests", "turns", "tool_calls")
+    assert {k: before[k] for k in keep} == {k: after[k] for k in keep}
+    run = json.loads((replayed / "run.json").read_text())
+    assert run["endpoint_label"] == "replay" and run["model"] == "reference-solver"
+    missing = cursorbench("run", "--replay", str(tmp_path / "nothing"), "--out", str(replayed))
+    assert missing.returncode == 2
+    assert (
+        missing.stderr
+        == f"error: --replay {tmp_path / 'nothing'}: not a run folder (no run.json)\n"
+    )

@@ -141,3 +141,31 @@ def test_a_run_lands_in_postgresql(serve, run_benchmark, pg_schema_url: str) -> 
     ]
     assert store.run(outcome.run.id).model == "done-only-double"
     store.close()
+
+
+class SleepyDouble(ScriptedDouble):
+    """Lists the workspace twice, taking `delay` seconds per reply, then finishes."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__([Reply(tool_calls=[("list_dir", {"path": "."})])] * 2)
+        self.delay = delay
+
+    def respond(self, request: dict) -> Reply:
+        import time
+
+        time.sleep(self.delay)
+        return super().respond(request)  # type: ignore[return-value]
+
+
+def test_the_run_s_wall_time_is_not_the_sum_of_its_attempts(
+    tmp_path: Path, serve, run_benchmark
+) -> None:
+    options = {"base_url": serve(SleepyDouble(0.4)), "model": "scripted-double",
+               "tasks": ["textkit-*"], "concurrency": 2}  # fmt: skip
+    outcome = run_benchmark(**options)
+    summary = outcome.summary
+    assert summary["attempt_time_s"] >= 2.4  # two attempts of three 0.4 s replies each
+    assert summary["wall_time_s"] < 0.85 * summary["attempt_time_s"]  # they overlapped
+    again = run_benchmark(**options)  # a resumed session adds its own (short) time
+    assert again.already_complete
+    assert summary["wall_time_s"] <= again.summary["wall_time_s"] < summary["wall_time_s"] + 5

@@ -71,6 +71,7 @@ def test_summarize_values() -> None:
         "cost_usd": pytest.approx(0.6000004),
         "turns": 65,
         "wall_time_s": 17.375,
+        "attempt_time_s": 17.375,
         "pass_at_k": {"1": pytest.approx(1 / 3)},  # c has one attempt, so k stops at 1
         "per_task": {
             "a": {"attempts": 2, "resolved": 0, "errors": 1},

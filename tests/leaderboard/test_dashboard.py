@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cursorbench.runs import RunRequest, start_run
+from cursorbench import api
+from cursorbench.config import spec_from_options
 from harness.doubles import DoneOnlyDouble
 from harness.openai_server import OpenAIServer
 from leaderboard import SqlStore, open_store
@@ -33,12 +33,10 @@ pytestmark = [
 
 
 def real_run(tmp: Path, db_url: str, name: str, **options: Any) -> str:
-    with ExitStack() as stack:
-        request = RunRequest(
-            tasks=TASKS, out=tmp / name, db=db_url, retry_backoff_s=0.0, max_retries=1, **options
-        )
-        runner = start_run(request, stack)
-        return runner.execute().run.id
+    spec = spec_from_options(
+        tasks=TASKS, out=tmp / name, db=db_url, retry_backoff=0.0, max_retries=1, **options
+    )
+    return api.run(spec).run.id
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,396 @@
+"""The library entry point: `run(config)` scores a model and returns the run's outcome.
+
+```python
+from cursorbench import api
+outcome = api.run({"tasks": ["textkit-*"], "model": {"base_url": URL, "name": "m"}})
+print(outcome.summary["resolved_rate"])
+```
+
+`run` takes a `RunSpec` (or its plain data, or a YAML file's path) and,
+optionally, an injected model (any `ChatModel`), result store (any
+`ResultStore`) or executor (any `Executor`); what is not injected is built
+from the config. `prepare` does the same wiring and hands back the ready
+`Runner` (the CLI uses it to show progress). This is the only place a run is
+wired together: the CLI and the tests come through here.
+
+Order matters and is kept: tasks are built and the endpoint is checked before
+anything is written (a bad endpoint leaves no run folder and no database
+row); then the store opens, the run folder is locked (by the `ExitStack`
+given, its one owner, until the stack closes) and the runner resumes or
+starts the run. Every problem a user can fix is a one-line `CursorBenchError`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from cursorbench.config import (
+    OpenAIModel,
+    RayExecutorSpec,
+    ReferenceModel,
+    ReplayModel,
+    RunSpec,
+    SqlStoreSpec,
+    load_spec,
+    validate_spec,
+)
+from cursorbench.loader import tasks_from_options
+from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
+from cursorbench.workspace import BuiltTask, build, cache_home
+from harness.errors import ConfigError, CursorBenchError
+from harness.executor import Executor, LocalExecutor
+from harness.model import ChatModel, RetryListener, RetryPolicy
+from harness.openai_server import OpenAIServer, Responder
+from harness.pricing import Price, load_price_table, price_for
+from harness.remote import ModelEndpoint, RemoteAttempt, WorkerSetup
+from harness.replay import ReplayResponder
+from harness.rundir import RunDir
+from harness.runner import Listener, ResultStore, RunConfig, RunInterrupted, Runner, RunOptions
+from harness.runner import RunOutcome as RunOutcome
+from harness.sandbox import (
+    UNCONFINED_WARNING,
+    SandboxSettings,
+    SandboxUnavailable,
+    choose_backend,
+    open_backend,
+)
+from harness.sandbox.bubblewrap import default_hidden_paths
+from harness.sandbox.limits import (
+    cgroups_available,
+    cgroups_unavailable_reason,
+    protect_harness,
+    sweep_stale_cgroups,
+)
+from harness.spec import PreparedTask
+
+EMBEDDED_BASE_URL = "embedded://reference-solver"
+
+
+class SetupError(CursorBenchError):
+    """This machine cannot run what was asked (e.g. the sandbox backend is missing)."""
+
+
+def as_spec(config: RunSpec | Mapping[str, Any] | str | Path) -> RunSpec:
+    """A `RunSpec` from itself, its plain data, or the path of a YAML file."""
+    if isinstance(config, RunSpec):
+        return config
+    if isinstance(config, str | Path):
+        return load_spec(Path(config))
+    return validate_spec(dict(config))
+
+
+def run(
+    config: RunSpec | Mapping[str, Any] | str | Path,
+    *,
+    model: ChatModel | None = None,
+    store: ResultStore | None = None,
+    executor: Executor | None = None,
+    on_result: Listener | None = None,
+    on_retry: RetryListener | None = None,
+) -> RunOutcome:
+    """Runs (or resumes) a whole run and returns its outcome. Raises `CursorBenchError` for
+    anything the caller can fix, `RunInterrupted` on Ctrl-C (finished attempts are kept)."""
+    with ExitStack() as stack:
+        runner = prepare(
+            as_spec(config), stack, model=model, store=store, executor=executor, on_retry=on_retry
+        )
+        try:
+            return runner.execute(on_result)
+        except RunInterrupted:
+            stop_local_work()
+            raise
+
+
+def stop_local_work() -> None:
+    """Kills sandboxed commands still running and closes open sandboxes (an interrupted run:
+    their mounts and cgroups would outlive the process)."""
+    from harness.sandbox.local import close_open_sandboxes
+    from harness.sandbox.process import kill_running_commands
+
+    kill_running_commands()
+    close_open_sandboxes()
+
+
+def prepare(
+    spec: RunSpec,
+    stack: ExitStack,
+    *,
+    model: ChatModel | None = None,
+    store: ResultStore | None = None,
+    executor: Executor | None = None,
+    on_retry: RetryListener | None = None,
+) -> Runner:
+    """A runner ready to execute; servers, the store, the executor and the run folder's lock
+    are released when `stack` closes."""
+    replay = ReplayResponder(spec.model.run_dir) if isinstance(spec.model, ReplayModel) else None
+    name = model.name if model is not None else (replay.run.model if replay else spec.model_name())
+    assert name is not None
+    out = spec.out_dir(name)
+    check_out_dir(out)
+    task_options, epochs = spec.tasks, spec.epochs
+    if replay is not None:  # by default, what the recording ran
+        task_options = task_options or sorted(replay.run.config.get("tasks", {}))  # type: ignore[arg-type]
+        epochs = epochs or int(replay.run.config.get("epochs", 1))  # type: ignore[call-overload]
+    suite = tasks_from_options(task_options) if task_options or not spec.evals else []
+    built = [build(task) for task in suite]
+    scenarios, eval_tasks = _eval_tasks(spec.evals)
+    try:
+        backend_name = choose_backend(spec.sandbox.kind)
+    except SandboxUnavailable as error:
+        raise SetupError(str(error)) from None
+    warnings = [] if backend_name != "subprocess" else [UNCONFINED_WARNING]
+    price, price_warnings = _price(spec, name)
+    warnings += price_warnings
+    if replay is not None:
+        warnings += _replay_warnings(replay.run.config.get("tasks", {}), built)
+    remote_executor = (
+        isinstance(spec.executor, RayExecutorSpec)
+        if executor is None
+        else bool(getattr(executor, "remote", False))
+    )
+    if model is not None and remote_executor:
+        raise ConfigError(
+            "an injected model stays in this process; a remote executor rebuilds the model "
+            "on its workers from the config's endpoint (give model.base_url instead)"
+        )
+    label, recorded_url, endpoint = _endpoint(
+        spec, built, scenarios, replay, stack, remote_executor
+    )
+    config = RunConfig(
+        model=name,
+        base_url=recorded_url if model is None else getattr(model, "base_url", "injected://"),
+        endpoint_label=label if model is None else "injected",
+        suite_version=",".join(
+            sorted(
+                {task.task.suite_version for task in built} | ({"evals"} if scenarios else set())
+            )
+        ),
+        tasks={task.task.id: task.digest for task in built}
+        | {task.id: digest for task, digest in eval_tasks},
+        epochs=epochs or 1,
+        temperature=spec.model.temperature,
+        sandbox=backend_name,
+    )
+    concurrency = spec.executor.concurrency
+    connection = ModelEndpoint(
+        name=name,
+        base_url=endpoint,
+        api_key=_api_key(spec),
+        price=price,
+        retry=RetryPolicy(max_retries=spec.model.max_retries, backoff_s=spec.model.retry_backoff_s),
+        temperature=spec.model.temperature,
+        request_timeout_s=spec.model.request_timeout_s,
+        max_connections=spec.model.max_connections or concurrency,
+        attempt_header=replay is not None,
+    )
+    if model is None:
+        client = connection.client()
+        client.on_retry = on_retry
+        client.check()  # before the run folder or the store is touched: a bad one leaves nothing
+        model = client
+    db_url = spec.store.resolved_url() if isinstance(spec.store, SqlStoreSpec) else None
+    if store is None and db_url is not None:
+        from leaderboard import open_store  # the leaderboard is the run's store, not the harness's
+
+        store = open_store(db_url)
+        stack.callback(store.close)
+    describe = getattr(store, "describe_tasks", None)  # task categories, for the leaderboard
+    if describe is not None:
+        describe(config.suite_version, {t.task.id: t.task.category.value for t in built})
+    tasks = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
+    hidden = _hidden_paths(tasks, out, db_url, warnings)
+    keep = spec.sandbox.keep_workspaces
+    options = RunOptions(
+        work_dir=cache_home() / "attempts",
+        concurrency=concurrency,
+        keep_workspaces=keep,
+        retry_errors=spec.retry_errors,
+        warnings=warnings,
+    )
+    if executor is None:
+        executor = _executor(spec, concurrency)
+        stack.callback(executor.shutdown)
+    remote = None
+    if getattr(executor, "remote", False):
+        setup = WorkerSetup(
+            model=connection,
+            sandbox=backend_name,
+            hidden=hidden,
+            max_commands=spec.sandbox.max_commands,
+            keep_workspaces=keep,
+        )
+        remote = RemoteAttempt(setup)
+    sandboxes = _open_sandboxes(backend_name, hidden, spec, warnings)
+    run_dir = stack.enter_context(RunDir(out).holding())
+    return Runner(tasks, config, options, model, sandboxes, run_dir, store, executor, remote)
+
+
+def _executor(spec: RunSpec, concurrency: int) -> Executor:
+    if isinstance(spec.executor, RayExecutorSpec):
+        from harness.ray_executor import RayExecutor
+
+        ray = spec.executor
+        return RayExecutor(
+            concurrency=concurrency,
+            address=ray.address,
+            num_cpus=ray.num_cpus,
+            cpus_per_attempt=ray.cpus_per_attempt,
+            object_store_mb=ray.object_store_mb,
+            max_task_retries=ray.max_task_retries,
+        )
+    return LocalExecutor(concurrency)
+
+
+def _eval_tasks(names: list[str]) -> tuple[list[Any], list[tuple[PreparedTask, str]]]:
+    """The scenarios of the named evals ("all": every eval) and their prepared tasks."""
+    if not names:
+        return [], []
+    from evals import EVALS
+    from evals.scenario import ScenarioError, load_scenarios
+    from evals.scenario import prepare as prepare_scenario
+
+    wanted = list(EVALS) if names == ["all"] else names
+    try:
+        scenarios = load_scenarios(wanted)
+    except ScenarioError as error:
+        raise ConfigError(f"--evals: {error}") from None
+    return scenarios, [prepare_scenario(scenario) for scenario in scenarios]
+
+
+def _reference(built: list[BuiltTask], scenarios: list[Any]) -> Responder:
+    """The embedded endpoint: the reference solver, and for eval scenarios the
+    well-behaved scripted agent (the reference behaviour)."""
+    solver = ReferenceSolver(built)
+    if not scenarios:
+        return solver
+    from evals.agents import ScenarioAgent
+
+    return ScenarioAgent(scenarios, "well", or_else=solver)
+
+
+def _endpoint(
+    spec: RunSpec,
+    built: list[BuiltTask],
+    scenarios: list[Any],
+    replay: ReplayResponder | None,
+    stack: ExitStack,
+    remote: bool,
+) -> tuple[str, str, str]:
+    """(label, the base URL recorded in the config, the URL requests go to)."""
+    if isinstance(spec.model, OpenAIModel):
+        return "external", spec.model.base_url, spec.model.base_url
+    responder: Responder
+    if replay is not None:
+        responder = replay
+        label, recorded = "replay", f"replay://{spec.model.run_dir.resolve()}"  # type: ignore[union-attr]
+    else:
+        assert isinstance(spec.model, ReferenceModel)
+        responder = _reference(built, scenarios)
+        label, recorded = REFERENCE_SOLVER, EMBEDDED_BASE_URL
+    host = "127.0.0.1"
+    if remote and isinstance(spec.executor, RayExecutorSpec) and spec.executor.address:
+        host = _reachable_host()  # workers on other machines must reach it
+    server = stack.enter_context(OpenAIServer(responder, host=host))
+    return label, recorded, server.base_url
+
+
+def _reachable_host() -> str:
+    try:
+        import ray
+
+        return str(ray.util.get_node_ip_address())
+    except Exception:
+        return "0.0.0.0"
+
+
+def _api_key(spec: RunSpec) -> str:
+    key = spec.model.api_key if isinstance(spec.model, OpenAIModel) else None
+    return key or os.environ.get("OPENAI_API_KEY") or "unused"
+
+
+def _open_sandboxes(
+    backend_name: str, hidden: tuple[Path, ...], spec: RunSpec, warnings: list[str]
+) -> Any:
+    slots = spec.sandbox.max_commands or (os.cpu_count() or 2)
+    settings = SandboxSettings(
+        hidden=hidden,
+        command_slots=threading.Semaphore(slots),
+        keep_files=spec.sandbox.keep_workspaces,
+    )
+    try:
+        sandboxes = open_backend(backend_name, settings)
+        protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
+        sweep_stale_cgroups()  # left by runs killed before they could close their sandboxes
+        if sandboxes.confined and not cgroups_available():
+            reason = cgroups_unavailable_reason() or "cgroups are not writable here"
+            warnings.append(f"no memory, process or disk limits per attempt: {reason}")
+        sandboxes.self_test(cache_home() / "self-test")
+    except SandboxUnavailable as error:
+        raise SetupError(str(error)) from None
+    return sandboxes
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuses an `--out` that cannot become a run folder, leaving nothing behind: it must be
+    a folder or not exist yet, and the nearest folder that exists must take a new folder."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out}: exists and is not a folder")
+    nearest = next(path for path in [out, *out.parents] if path.exists())
+    if not nearest.is_dir():
+        raise ConfigError(f"--out {out}: {nearest} is not a folder")
+    try:  # os.access says yes to root even where nothing can be created (/proc, read-only)
+        probe = Path(tempfile.mkdtemp(prefix=".cursorbench-probe-", dir=nearest))
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConfigError(f"--out {out}: cannot create a folder in {nearest} ({reason})") from None
+    probe.rmdir()
+
+
+def _price(spec: RunSpec, model: str) -> tuple[Price | None, list[str]]:
+    settings = spec.model
+    if settings.price_input is not None or settings.price_output is not None:
+        return Price(input=settings.price_input or 0, output=settings.price_output or 0), []
+    price = price_for(model, load_price_table(settings.prices))
+    if price is None:
+        return None, [f"no price known for {model!r}; cost is reported as $0 (see --prices)"]
+    return price, []
+
+
+def _replay_warnings(recorded: Any, built: list[BuiltTask]) -> list[str]:
+    recorded = recorded if isinstance(recorded, dict) else {}
+    changed = [
+        t.task.id for t in built if t.task.id in recorded and recorded[t.task.id] != t.digest
+    ]
+    missing = [t.task.id for t in built if t.task.id not in recorded]
+    warnings = []
+    if changed:
+        warnings.append(f"tasks changed since the recording: {', '.join(changed)}")
+    if missing:
+        warnings.append(f"tasks not in the recording (they will diverge): {', '.join(missing)}")
+    return warnings
+
+
+def _hidden_paths(
+    tasks: list[PreparedTask], out: Path, db_url: str | None, warnings: list[str]
+) -> tuple[Path, ...]:
+    hidden = [*default_hidden_paths(), cache_home(), out.resolve()]
+    if db_url is not None and db_url.startswith("sqlite:///"):
+        hidden.append(Path(db_url.removeprefix("sqlite:///")).resolve())
+    for task in tasks:
+        hidden.extend(task.secret_paths)
+    # Hiding a folder that holds the interpreter would leave sandboxed commands without Python.
+    python = Path(sys.prefix).resolve()
+    kept = [path for path in hidden if not python.is_relative_to(path.resolve())]
+    warnings.extend(
+        f"{path} holds the Python environment, so it stays visible to the agent"
+        for path in hidden
+        if path not in kept
+    )
+    return tuple(dict.fromkeys(kept))

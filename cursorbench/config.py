@@ -1,0 +1,453 @@
+"""The run config: one typed description of a run, from a YAML file, flags or Python.
+
+`RunSpec` is what a user asks for: which tasks, how many epochs, where the
+run folder goes, and four pluggable parts, each a `kind:` plus its settings:
+
+- `model`: `reference` (the embedded reference solver), `openai` (any
+  OpenAI-compatible endpoint) or `replay` (a finished run's recorded replies);
+- `sandbox`: a backend by name (`auto`, `bubblewrap`, `subprocess`, ...);
+- `executor`: `local` (threads) or `ray` (a Ray cluster);
+- `store`: `sql` (any SQLAlchemy URL) or `none`.
+
+Every default lives here, once. `cursorbench run --config run.yaml` loads a
+file (`load_spec`); flags override it (`spec_from_options`); the library
+entry point `cursorbench.api.run` takes the object itself. A value that does
+not fit is a `ConfigError` whose one line names the flag, or the file and
+the field, it came from. What is measured (and hashed for resume) is
+`harness.runner.RunConfig`, derived from this; everything else here is how.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from cursorbench.reference import REFERENCE_SOLVER
+from harness.errors import ConfigError
+from harness.model import DEFAULT_REQUEST_TIMEOUT_S
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _not_empty_path(value: object) -> object:
+    if value == "":
+        raise ValueError("an empty path")
+    return value
+
+
+class RequestSettings(Part):
+    """How model requests are made; shared by every model kind."""
+
+    temperature: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="Sent to the endpoint when given."
+    )
+    max_retries: int = Field(
+        default=4, ge=0, description="Retries per model call on 429/5xx/timeouts/junk replies."
+    )
+    retry_backoff_s: float = Field(
+        default=1.0, ge=0, allow_inf_nan=False, description="First retry wait in seconds (doubles)."
+    )
+    request_timeout_s: float = Field(
+        default=DEFAULT_REQUEST_TIMEOUT_S,
+        gt=0,
+        allow_inf_nan=False,
+        description="Seconds one model request may take before it is retried.",
+    )
+    max_connections: int | None = Field(
+        default=None, ge=1, description="Model requests in flight [default: the concurrency]."
+    )
+    prices: Path | None = Field(default=None, description="A YAML price table to add.")
+    price_input: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="$ per million input tokens."
+    )
+    price_output: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="$ per million output tokens."
+    )
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices_path(cls, value: object) -> object:
+        return _not_empty_path(value)
+
+
+class ReferenceModel(RequestSettings):
+    """The embedded reference solver, served on loopback: proves the path, not a model."""
+
+    kind: Literal["reference"] = "reference"
+    name: str = Field(default=REFERENCE_SOLVER, description="Always 'reference-solver'.")
+
+
+class OpenAIModel(RequestSettings):
+    """Any OpenAI-compatible chat-completions endpoint with tool calling."""
+
+    kind: Literal["openai"] = "openai"
+    base_url: str = Field(description="The endpoint, e.g. https://api.openai.com/v1.")
+    name: str = Field(description="The model name sent to the endpoint.")
+    api_key: str | None = Field(
+        default=None, description="The API key [default: env OPENAI_API_KEY].", repr=False
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = re.match(r"^(https?)://([^/:]+)", value)
+        if parts is None:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+
+class ReplayModel(RequestSettings):
+    """A finished run's recorded replies, served back turn by turn over HTTP."""
+
+    kind: Literal["replay"] = "replay"
+    run_dir: Path = Field(description="The run folder whose trajectories are replayed.")
+
+    @field_validator("run_dir", mode="before")
+    @classmethod
+    def _run_dir_path(cls, value: object) -> object:
+        return _not_empty_path(value)
+
+
+ModelSpec = Annotated[ReferenceModel | OpenAIModel | ReplayModel, Field(discriminator="kind")]
+
+
+class SandboxSpec(Part):
+    """Where agent commands and grading run."""
+
+    kind: str = Field(
+        default="auto",
+        description="A backend by name: auto (bubblewrap if it works), bubblewrap, subprocess, "
+        "or any other registered backend.",
+    )
+    max_commands: int | None = Field(
+        default=None, ge=1, description="Sandbox commands and test runs at once [default: CPUs]."
+    )
+    keep_workspaces: bool = Field(
+        default=False, description="Keep each attempt's scratch folder (debugging)."
+    )
+
+
+class LocalExecutorSpec(Part):
+    """Attempts in threads of this process."""
+
+    kind: Literal["local"] = "local"
+    concurrency: int = Field(default=4, ge=1, description="Attempts in flight.")
+
+
+class RayExecutorSpec(Part):
+    """Attempts as Ray tasks on a cluster; this process stays the only writer of results."""
+
+    kind: Literal["ray"] = "ray"
+    concurrency: int = Field(default=4, ge=1, description="Attempts in flight.")
+    address: str | None = Field(
+        default=None,
+        description="A Ray cluster to join (e.g. ray://head:10001 or auto); none starts a "
+        "local cluster.",
+    )
+    num_cpus: int | None = Field(
+        default=None, ge=1, description="CPUs of a local cluster [default: this machine's]."
+    )
+    cpus_per_attempt: float = Field(
+        default=1.0, gt=0, description="CPUs one attempt reserves on a worker."
+    )
+    object_store_mb: int = Field(
+        default=128, ge=64, description="Object store memory of a local cluster, in MiB."
+    )
+    max_task_retries: int = Field(
+        default=3, ge=0, description="Reruns of an attempt whose worker died."
+    )
+
+
+ExecutorSpec = Annotated[LocalExecutorSpec | RayExecutorSpec, Field(discriminator="kind")]
+
+
+class SqlStoreSpec(Part):
+    """Results also go to a SQL database (SQLite or PostgreSQL)."""
+
+    kind: Literal["sql"] = "sql"
+    url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL [default: env CURSORBENCH_DB, else "
+        "~/.local/share/cursorbench/leaderboard.sqlite].",
+    )
+
+    def resolved_url(self) -> str:
+        if self.url:
+            return self.url
+        default = Path.home() / ".local" / "share" / "cursorbench" / "leaderboard.sqlite"
+        return os.environ.get("CURSORBENCH_DB", f"sqlite:///{default}")
+
+
+class NoStoreSpec(Part):
+    """Results go to the run folder only."""
+
+    kind: Literal["none"] = "none"
+
+
+StoreSpec = Annotated[SqlStoreSpec | NoStoreSpec, Field(discriminator="kind")]
+
+
+class RunSpec(Part):
+    """A whole run: what to score, how, and where results go."""
+
+    tasks: list[str] = Field(
+        default_factory=list,
+        description="Task ids or globs from the bundled suite, or task files/folders "
+        "[default: the whole bundled suite; with a replay, the recorded run's tasks].",
+    )
+    epochs: int | None = Field(
+        default=None,
+        ge=1,
+        description="Attempts per task [default: 1; with a replay, the recorded run's].",
+    )
+    out: Path | None = Field(
+        default=None, description="The run folder; running again with it resumes [runs/MODEL]."
+    )
+    retry_errors: bool = Field(
+        default=False, description="On resume, run again the attempts that ended in error."
+    )
+    evals: list[str] = Field(
+        default_factory=list,
+        description="Behaviour evals whose scenarios run as tasks ('all': the five); with "
+        "tasks, both run.",
+    )
+    model: ModelSpec = Field(default_factory=ReferenceModel, description="Who answers.")
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec, description="Where commands run.")
+    executor: ExecutorSpec = Field(
+        default_factory=LocalExecutorSpec, description="How attempts are spread."
+    )
+    store: StoreSpec = Field(default_factory=SqlStoreSpec, description="Where results also go.")
+
+    @field_validator("out", mode="before")
+    @classmethod
+    def _out_path(cls, value: object) -> object:
+        return _not_empty_path(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_kinds(cls, data: Any) -> Any:
+        """A model with a base URL is `openai`, one with a run folder `replay`; parts without
+        a kind get their default kind."""
+        if not isinstance(data, dict):
+            return data
+        model = data.get("model")
+        if isinstance(model, dict) and "kind" not in model:
+            if model.get("base_url") is not None:
+                model = {**model, "kind": "openai"}
+            elif model.get("run_dir") is not None:
+                model = {**model, "kind": "replay"}
+            else:
+                model = {**model, "kind": "reference"}
+            data = {**data, "model": model}
+        for part, default in (("executor", "local"), ("store", "sql")):
+            value = data.get(part)
+            if isinstance(value, dict) and "kind" not in value:
+                data = {**data, part: {**value, "kind": default}}
+        return data
+
+    def model_name(self) -> str | None:
+        """The model's name; for a replay, None until the recording is read."""
+        return getattr(self.model, "name", None)
+
+    def out_dir(self, model_name: str) -> Path:
+        if self.out is not None:
+            return self.out
+        suffix = "-replay" if isinstance(self.model, ReplayModel) else ""
+        return Path("runs") / (re.sub(r"[^A-Za-z0-9._-]+", "_", model_name) + suffix)
+
+
+# --- flags ---------------------------------------------------------------------------------
+
+FLAG_PATHS: dict[str, tuple[str, ...]] = {
+    "tasks": ("tasks",),
+    "epochs": ("epochs",),
+    "out": ("out",),
+    "retry_errors": ("retry_errors",),
+    "evals": ("evals",),
+    "base_url": ("model", "base_url"),
+    "model": ("model", "name"),
+    "api_key": ("model", "api_key"),
+    "replay": ("model", "run_dir"),
+    "temperature": ("model", "temperature"),
+    "max_retries": ("model", "max_retries"),
+    "retry_backoff": ("model", "retry_backoff_s"),
+    "request_timeout": ("model", "request_timeout_s"),
+    "max_connections": ("model", "max_connections"),
+    "prices": ("model", "prices"),
+    "price_input": ("model", "price_input"),
+    "price_output": ("model", "price_output"),
+    "sandbox": ("sandbox", "kind"),
+    "max_sandbox_commands": ("sandbox", "max_commands"),
+    "keep_workspaces": ("sandbox", "keep_workspaces"),
+    "executor": ("executor", "kind"),
+    "concurrency": ("executor", "concurrency"),
+    "ray_address": ("executor", "address"),
+    "db": ("store", "url"),
+}
+KIND_FIELDS = {"model": ("reference", "openai", "replay"), "executor": ("local", "ray")}
+
+
+def load_spec_data(path: Path) -> dict[str, Any]:
+    """The mapping a YAML (or JSON) config file holds; a bad file is a one-line `ConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read ({error.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        first = str(error).replace("\n", " ")[:200]
+        raise ConfigError(f"{path}: not valid YAML ({first})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of run settings at the top level")
+    return data
+
+
+def load_spec(path: Path) -> RunSpec:
+    """A run config from a YAML file."""
+    return validate_spec(load_spec_data(path), source=path)
+
+
+def spec_from_options(config: Path | None = None, **options: Any) -> RunSpec:
+    """A run config from a file (if any) with flags laid over it; options that are None
+    (not given) leave the file's value or the default."""
+    data = load_spec_data(config) if config is not None else {}
+    from_flags: dict[tuple[str, ...], str] = {}
+    for flag, value in options.items():
+        if flag not in FLAG_PATHS:
+            raise TypeError(f"unknown run option {flag!r}")
+        if value is None or (flag == "tasks" and not value):
+            continue
+        path = FLAG_PATHS[flag]
+        data = _set(data, path, value)
+        from_flags[path] = flag
+    model = data.get("model")
+    if isinstance(model, dict):  # a flag naming another kind of model switches to it
+        chosen: type[BaseModel] | None = None
+        if ("model", "base_url") in from_flags:
+            chosen, model = OpenAIModel, {**model, "kind": "openai"}
+        elif ("model", "run_dir") in from_flags:
+            chosen, model = ReplayModel, {**model, "kind": "replay"}
+        if chosen is not None:  # the file's settings for its other kind do not apply
+            flagged = {path[1] for path in from_flags if path[0] == "model"}
+            model = {k: v for k, v in model.items() if k in chosen.model_fields or k in flagged}
+        data["model"] = model
+    executor = data.get("executor")
+    if isinstance(executor, dict) and ("executor", "kind") in from_flags:
+        chosen = {"local": LocalExecutorSpec, "ray": RayExecutorSpec}.get(executor["kind"])
+        if chosen is not None:  # settings of the file's other kind do not apply
+            data["executor"] = {k: v for k, v in executor.items() if k in chosen.model_fields}
+    return validate_spec(data, source=config, from_flags=from_flags)
+
+
+def _set(data: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    data = dict(data)
+    if len(path) == 1:
+        data[path[0]] = value
+        return data
+    inner = data.get(path[0])
+    data[path[0]] = _set(inner if isinstance(inner, dict) else {}, path[1:], value)
+    return data
+
+
+def validate_spec(
+    data: dict[str, Any],
+    *,
+    source: Path | None = None,
+    from_flags: dict[tuple[str, ...], str] | None = None,
+) -> RunSpec:
+    """`RunSpec` from plain data; the first problem is a `ConfigError` naming where it is."""
+    data = _check_model_combinations(data, from_flags or {}, source)
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(describe(error, source, from_flags or {})) from None
+
+
+def _check_model_combinations(
+    data: dict[str, Any], from_flags: dict[tuple[str, ...], str], source: Path | None
+) -> dict[str, Any]:
+    model = data.get("model")
+    if not isinstance(model, dict):
+        return data
+
+    flags = {path: flag for flag, path in FLAG_PATHS.items()}
+
+    def named(field: str) -> str:
+        """The flag where the CLI gave it (or gave no file), else the config's field."""
+        path = ("model", field)
+        if path in from_flags or (from_flags and source is None):
+            return f"--{flags[path].replace('_', '-')}"
+        return f"model.{field}"
+
+    where = f"{source}: " if source is not None else ""
+    kind = model.get("kind")
+    has_url = model.get("base_url") is not None
+    has_replay = model.get("run_dir") is not None
+    if has_url and has_replay:
+        raise ConfigError(
+            f"{where}{named('run_dir')} serves a recorded run; drop {named('base_url')}"
+        )
+    reference = kind in (None, "reference") and not has_url and not has_replay
+    if reference and model.get("name") not in (None, REFERENCE_SOLVER):
+        raise ConfigError(
+            f"{where}{named('name')} needs {named('base_url')} "
+            "(without it the reference solver runs)"
+        )
+    if (kind == "openai" or (kind is None and has_url)) and not model.get("name"):
+        raise ConfigError(f"{where}{named('base_url')} needs {named('name')}")
+    if has_replay and model.get("name") is not None:
+        raise ConfigError(
+            f"{where}{named('run_dir')} takes the model name from the recording; "
+            f"drop {named('name')}"
+        )
+    return data
+
+
+def describe(
+    error: ValidationError, source: Path | None, from_flags: dict[tuple[str, ...], str]
+) -> str:
+    """One line for the first problem: the flag it came from, else the file and field."""
+    first = error.errors()[0]
+    location = [str(part) for part in first["loc"]]
+    if len(location) > 1 and location[1] in KIND_FIELDS.get(location[0], ()):
+        del location[1]  # the discriminator's tag pydantic puts into the path
+    if len(location) > 1 and location[0] == "store" and location[1] in ("sql", "none"):
+        del location[1]
+    message = first["msg"].removeprefix("Value error, ")
+    flag = from_flags.get(tuple(location))
+    if flag is not None:
+        return f"Invalid value for '--{flag.replace('_', '-')}': {message}"
+    where = ".".join(location) or "(top level)"
+    return f"{source}: {where}: {message}" if source is not None else f"{where}: {message}"
+
+
+def field_help(*path: str) -> str:
+    """A field's description, for the CLI's help (defaults are written once, here)."""
+    model: type[BaseModel] = RunSpec
+    kinds = {
+        "model": OpenAIModel,
+        "executor": RayExecutorSpec,
+        "sandbox": SandboxSpec,
+        "store": SqlStoreSpec,
+    }
+    for name in path[:-1]:
+        model = kinds[name]
+    if path == ("model", "run_dir"):
+        model = ReplayModel
+    info = model.model_fields[path[-1]]
+    text = info.description or ""
+    if not info.is_required() and info.default_factory is None:
+        default = info.default
+        if default not in (None, False) and "[default" not in text:
+            text += f" [default: {default}]"
+    return text

@@ -1,0 +1,125 @@
+"""The Ray executor on a local cluster of 2 workers: whole runs, replay equality, a killed worker.
+
+Each test starts its own local cluster (`ray.init(num_cpus=2)`, ~6-10 s here)
+and stops it at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursorbench import api
+from harness.doubles import DoneOnlyDouble
+from harness.runner import RunOutcome
+
+pytest.importorskip("ray")  # in the `dev` extra: CI always has it
+pytestmark = pytest.mark.slow
+
+CLI = [sys.executable, "-m", "cursorbench.cli"]
+RAY = {"kind": "ray", "num_cpus": 2, "concurrency": 2}
+
+
+def test_the_reference_solver_resolves_the_bundled_suite_on_ray(tmp_path: Path) -> None:
+    out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    done = subprocess.run(
+        [*CLI, "run", "--executor", "ray", "--concurrency", "2", "--out", str(out), "--db", db],
+        capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["planned"] == summary["resolved"] == 6 and summary["errors"] == 0
+    lines = (out / "attempts.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    trajectories = sorted((out / "trajectories").glob("*.jsonl"))
+    assert len(trajectories) == 6  # written by the driver from what the workers sent back
+    assert all(path.read_text().splitlines()[-1].startswith('{"type": "result"') for path in
+               trajectories)  # fmt: skip
+    again = subprocess.run(
+        [*CLI, "run", "--executor", "ray", "--out", str(out), "--db", db],
+        capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+    assert again.returncode == 0 and "run already complete: 6 of 6" in again.stderr
+
+
+def test_local_and_ray_give_identical_outcomes_on_one_replay(tmp_path: Path) -> None:
+    recorded = api.run(
+        {"tasks": ["textkit-*", "minicalc-formatter"], "epochs": 2,
+         "out": str(tmp_path / "recorded"), "store": {"kind": "none"}}
+    )  # fmt: skip
+    replay = {"kind": "replay", "run_dir": str(tmp_path / "recorded"), "max_retries": 0}
+    local = api.run({"model": replay, "out": str(tmp_path / "local"), "store": {"kind": "none"}})
+    on_ray = api.run(
+        {"model": replay, "out": str(tmp_path / "ray"), "store": {"kind": "none"}, "executor": RAY}
+    )
+    assert len(local.results) == 6
+    assert outcomes(local) == outcomes(on_ray) == outcomes(recorded)
+
+
+def outcomes(outcome: RunOutcome) -> list[tuple]:
+    """What must not change between executors on one replay, per attempt."""
+    return [
+        (r.key, r.status, r.failure, r.tests, r.turns, r.tool_calls, r.usage.tokens, r.error)
+        for r in outcome.results
+    ]
+
+
+class KillsARayWorkerOnce:
+    """Says "done"; on its first request it kills the Ray worker running an attempt (the
+    one asking: only one runs at a time), as a machine lost mid-attempt."""
+
+    models = ["killer-double"]
+
+    def __init__(self) -> None:
+        self.killed: list[int] = []
+
+    def respond(self, request: dict[str, Any]) -> Any:
+        if not self.killed:
+            for pid in ray_task_workers():
+                os.kill(pid, signal.SIGKILL)
+                self.killed.append(pid)
+        return DoneOnlyDouble().respond(request)
+
+
+def ray_task_workers() -> list[int]:
+    """Ray worker processes running a task (Ray titles them `ray::_apply`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if title.startswith(b"ray::_apply"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_killed_worker_s_attempt_runs_again_and_counts_once(tmp_path: Path, serve) -> None:
+    killer = KillsARayWorkerOnce()
+    outcome = api.run(
+        {
+            "tasks": ["textkit-*"],
+            "out": str(tmp_path / "run"),
+            "store": {"kind": "none"},
+            "model": {"base_url": serve(killer), "name": "killer-double", "max_retries": 0},
+            "executor": RAY | {"concurrency": 1},
+        }
+    )
+    assert len(killer.killed) == 1, "no Ray worker was running an attempt"
+    assert [(r.key, r.failure.value if r.failure else None) for r in outcome.results] == [
+        ("textkit-case-styles#0", "empty_diff"),
+        ("textkit-slugify#0", "empty_diff"),
+    ]
+    lines = (tmp_path / "run" / "attempts.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+    assert [line for line in mounts if str(tmp_path) in line] == []  # the dead worker's, swept
