@@ -35,7 +35,9 @@ def removed_lines(built: BuiltTask) -> dict[str, set[int]]:
             continue
         after = text.splitlines()
         before_path = built.workspace / path
-        before = before_path.read_text(encoding="utf-8").splitlines() if before_path.is_file() else []
+        before = (
+            before_path.read_text(encoding="utf-8").splitlines() if before_path.is_file() else []
+        )
         lines: set[int] = set()
         matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
         for tag, _, _, j1, j2 in matcher.get_opcodes():

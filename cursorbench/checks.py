@@ -32,7 +32,13 @@ from pydantic import BaseModel, Field
 from cursorbench import answer, leaks
 from cursorbench.task import PackageSource
 from cursorbench.testruns import SuiteRun, run_suite
-from cursorbench.workspace import BUILDER_VERSION, BuiltTask, cache_home, scan_hidden_paths
+from cursorbench.workspace import (
+    BUILDER_VERSION,
+    BuiltTask,
+    cache_home,
+    scan_hidden_paths,
+    tree_digest,
+)
 from harness.grading import PYTEST_ENV, grade, pytest_config
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
@@ -97,9 +103,12 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
     task = built.task
     key = hashlib.sha256(
         json.dumps(
-            [BUILDER_VERSION, PRISTINE_RUNS, task.source.model_dump(), task.verification.test_args,
-             [op.model_dump() for op in task.setup]]
-            + ([] if isinstance(task.source, PackageSource) else [built.digest])
+            [
+                BUILDER_VERSION,
+                PRISTINE_RUNS,
+                tree_digest(built.original),
+                task.verification.test_args,
+            ]
         ).encode()
     ).hexdigest()[:24]
     cached = cache_home() / "pristine" / f"{key}.json"
@@ -111,9 +120,12 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
         ]
     runs = [
         run_suite(
-            sandboxes, built.original, scratch / "pristine", task.verification.test_args,
+            sandboxes,
+            built.original,
+            scratch / "pristine",
+            task.verification.test_args,
             task.limits.test_timeout_s,
-        )  # fmt: skip
+        )
         for _ in range(PRISTINE_RUNS)
     ]
     if all(run.outcomes and not run.timed_out for run in runs):

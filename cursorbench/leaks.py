@@ -19,6 +19,7 @@ we know); pack files of a `.git` (any `.git` is refused by check 1 anyway).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -169,15 +170,11 @@ def _expanded(path: Path) -> list[tuple[str, bytes]]:
     data = path.read_bytes()
     parts = [("", data)]
     if ".git" in path.parts and "objects" in path.parts:
-        try:
+        with contextlib.suppress(zlib.error):
             parts.append((" (git object)", zlib.decompress(data)))
-        except zlib.error:
-            pass
     elif path.name.endswith((".gz", ".tgz")):
-        try:
+        with contextlib.suppress(OSError, EOFError):
             parts.append((" (gzip)", gzip.decompress(data)))
-        except (OSError, EOFError):
-            pass
     elif zipfile.is_zipfile(io.BytesIO(data)):
         with zipfile.ZipFile(io.BytesIO(data)) as bundle:
             parts += [(f" ({name})", bundle.read(name)) for name in bundle.namelist()[:1000]]

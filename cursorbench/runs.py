@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
-from cursorbench.workspace import build, cache_home
+from cursorbench.suites import build_many
+from cursorbench.workspace import cache_home
 from harness.model import DEFAULT_REQUEST_TIMEOUT_S, OpenAIChatModel, RetryPolicy
 from harness.openai_server import OpenAIServer
 from harness.pricing import Price, load_price_table, price_for
@@ -175,7 +176,7 @@ def start_run(request: RunRequest, stack: ExitStack) -> Runner:
     model = request.model_name()
     out = request.out_dir()
     check_out_dir(out)
-    built = [build(task) for task in tasks_from_options(request.tasks)]
+    built = build_many(tasks_from_options(request.tasks))
     backend = choose_backend(request.sandbox)
     warnings = [] if backend == "bubblewrap" else [UNCONFINED_WARNING]
     price, price_warnings = _price(request, model)

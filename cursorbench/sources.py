@@ -34,7 +34,7 @@ from pathlib import Path
 
 from cursorbench.task import PackageSource
 
-PREPARE_VERSION = "1"
+PREPARE_VERSION = "2"
 DROPPED_DIRS = {
     ".git", ".hg", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox",
     ".nox", ".hypothesis", "build", "dist", ".eggs", ".venv", "htmlcov",
@@ -132,6 +132,33 @@ def dropped(name: str) -> bool:
     return name in DROPPED_DIRS or name.endswith(DROPPED_SUFFIXES)
 
 
+def write_metadata(root: Path, sdist_top: Path) -> None:
+    """Entry points without installing: packages that find their plugins through entry
+    points (Markdown's extensions) need distribution metadata on the import path. From
+    the sdist's egg-info (before it is dropped) a minimal `NAME-VERSION.dist-info` with
+    METADATA and entry_points.txt is written into the import root; it holds no code."""
+    for info in sorted(sdist_top.glob("**/*.egg-info")):
+        points = info / "entry_points.txt"
+        pkg_info = info / "PKG-INFO"
+        if not points.is_file() or not pkg_info.is_file():
+            continue
+        headers = {}
+        for line in pkg_info.read_text(encoding="utf-8", errors="replace").splitlines():
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            headers.setdefault(key.strip(), value.strip())
+        name, version = headers.get("Name"), headers.get("Version")
+        if not name or not version:
+            continue
+        target = root / import_root(root) / f"{name.replace('-', '_')}-{version}.dist-info"
+        target.mkdir(parents=True, exist_ok=True)
+        meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+        (target / "METADATA").write_text(meta, encoding="utf-8")
+        shutil.copy2(points, target / "entry_points.txt")
+        return
+
+
 def strip_tree(root: Path) -> None:
     """Removes what the agent must not read: caches, bytecode, egg-info, archives, VCS."""
     for dirpath, dirnames, filenames in os.walk(root, topdown=True):
@@ -225,6 +252,7 @@ def prepared_tree(source: PackageSource, home: Path) -> Path:
     staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=".staging-"))
     try:
         top = extract(sdist, staging / "extract")
+        write_metadata(top, top)
         strip_tree(top)
         write_pytest_ini(top)
         os.rename(top, staging / "tree")

@@ -35,8 +35,8 @@ from cursorbench.task import (
     ReplaceText,
     Task,
 )
-from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.sandbox.baseline import Baseline
+from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask
 
 BUILDER_VERSION = "3"
@@ -229,7 +229,9 @@ def _build_into(task: Task, staging: Path, source: Path) -> None:
         try:
             apply_operation(original, operation)
         except (BuildError, OSError, SyntaxError) as error:
-            raise BuildError(f"task {task.id}: setup step {number} ({operation.op}): {error}") from None
+            raise BuildError(
+                f"task {task.id}: setup step {number} ({operation.op}): {error}"
+            ) from None
     shutil.copytree(original, workspace, symlinks=True)
     for number, operation in enumerate(task.mutation.operations, start=1):
         try:
