@@ -349,7 +349,8 @@ _COVERAGE_SCRIPT = """
 import json, shlex, coverage, pytest
 root = {root!r}
 files = json.loads({files!r})
-cov = coverage.Coverage(data_file="/tmp/.cursorbench-coverage", include=[root + "/" + p for p in files])
+include = [root + "/" + p for p in files]
+cov = coverage.Coverage(data_file="/tmp/.cursorbench-coverage", include=include)
 cov.start()
 pytest.main(shlex.split({args!r}))
 cov.stop()

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursorbench import leaks
-from cursorbench.sources import SourceError, prepared_tree
+from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
 from cursorbench.task import (
     FolderSource,
     Operation,
@@ -139,7 +139,8 @@ def task_digest(task: Task) -> str:
         if not source.is_dir():
             raise BuildError(f"task {task.id}: source folder {source} does not exist")
         digest.update(tree_digest(source).encode())
-    # A package source is named by its sdist's sha256, which is in the task's JSON.
+    else:  # named by its sdist's sha256 (in the task's JSON) and how it is prepared
+        digest.update(f"prepare-{PREPARE_VERSION}".encode())
     return digest.hexdigest()[:24]
 
 

@@ -41,7 +41,9 @@ FILES = {
         '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-x --strict-markers"\n'
     ),
     "src/tinypkg/__init__.py": '"""tinypkg."""\n',
-    "src/tinypkg/core.py": "def double(x):\n    return 2 * x\n\n\ndef square(x):\n    return x * x\n",
+    "src/tinypkg/core.py": (
+        "def double(x):\n    return 2 * x\n\n\ndef square(x):\n    return x * x\n"
+    ),
     "src/tinypkg/extra.py": EXTRA,
     "tests/test_core.py": (
         "from tinypkg.core import double, square\n\n\n"
@@ -51,11 +53,16 @@ FILES = {
     ),
     "tests/test_extra.py": (
         "from tinypkg import extra\n\n\n"
-        "def test_vowels():\n    assert extra.count_distinctive_vowels_in_text('Banana') == 3\n\n\n"
-        "def test_longest():\n    assert extra.longest_word_of_the_sentence_given('a bbb cc') == 'bbb'\n\n\n"
-        "def test_longest_empty():\n    assert extra.longest_word_of_the_sentence_given('') == ''\n\n\n"
-        "def test_reverse():\n    assert extra.reverse_every_word_in_sentence('ab cd') == 'ba dc'\n\n\n"
-        "def test_title():\n    assert extra.title_case_every_word_in_text('ab cd') == 'Ab Cd'\n\n\n"
+        "def test_vowels():\n"
+        "    assert extra.count_distinctive_vowels_in_text('Banana') == 3\n\n\n"
+        "def test_longest():\n"
+        "    assert extra.longest_word_of_the_sentence_given('a bbb cc') == 'bbb'\n\n\n"
+        "def test_longest_empty():\n"
+        "    assert extra.longest_word_of_the_sentence_given('') == ''\n\n\n"
+        "def test_reverse():\n"
+        "    assert extra.reverse_every_word_in_sentence('ab cd') == 'ba dc'\n\n\n"
+        "def test_title():\n"
+        "    assert extra.title_case_every_word_in_text('ab cd') == 'Ab Cd'\n\n\n"
         "def test_sentences():\n    assert extra.count_sentences_in_paragraph('A. B! C?') == 3\n"
     ),
     "src/tinypkg.egg-info/SOURCES.txt": "src/tinypkg/extra.py\n",

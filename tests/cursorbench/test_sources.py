@@ -38,7 +38,7 @@ def test_the_sdist_hash_is_checked_even_when_cached(cursorbench_home: Path) -> N
     cached = next((cursorbench_home / "sdists" / sha).iterdir())
     cached.write_bytes(cached.read_bytes() + b"tampered")
     source = PackageSource(name="tinypkg", version="1.0", sha256=sha)
-    with pytest.raises(SourceError, match="cannot download tinypkg==1.0"):
+    with pytest.raises(SourceError, match=r"cannot download tinypkg==1\.0"):
         fetch_sdist(source, cursorbench_home)  # not trusted, so fetched again: no such package
 
 
