@@ -296,6 +296,10 @@ def tasks_validate(
                 lines = record.problems
         except BuildError as error:
             lines = [f"cannot build: {error}"]
+        except Exception as error:  # one task's fault must not hide the others' results
+            if os.environ.get("CURSORBENCH_DEBUG"):
+                raise
+            lines = [f"internal error: {type(error).__name__}: {error}"]
         invalid += bool(lines)
         mark = "[red]INVALID[/]" if lines else "[green]ok[/]"
         console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in lines))

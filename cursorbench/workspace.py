@@ -82,9 +82,9 @@ class BuiltTask:
         before = set(_files(self.workspace))
         changes: dict[str, str | None] = {}
         for path in sorted(after):
-            text = (self.original / path).read_text(encoding="utf-8")
-            if path not in before or (self.workspace / path).read_text(encoding="utf-8") != text:
-                changes[path] = text
+            data = (self.original / path).read_bytes()
+            if path not in before or (self.workspace / path).read_bytes() != data:
+                changes[path] = data.decode("utf-8")
         changes.update({path: None for path in sorted(before - after)})
         return changes
 
