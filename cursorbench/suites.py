@@ -7,7 +7,7 @@
   first use and cached. Scores compare only within one suite version.
 
 `build_many` builds tasks in parallel threads (the work is mostly subprocesses:
-pip, grep) with a progress bar on stderr when anything is not cached yet.
+pip, grep) with a progress bar on stderr (when it is a terminal) if anything is not cached yet.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def build_many(tasks: list[Task], jobs: int | None = None) -> list[BuiltTask]:
         return [build(task) for task in tasks]
     workers = jobs or min(8, (os.cpu_count() or 2) * 2)
     console = Console(stderr=True)
+    if not console.is_terminal:  # no bar (and no stray output) when stderr is not a terminal
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(build, tasks))
     columns = (TextColumn("building tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with (
         Progress(*columns, console=console, transient=True) as bar,
