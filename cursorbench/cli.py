@@ -14,10 +14,13 @@ command resumes).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
 import sys
+import tempfile
+import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -29,17 +32,33 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.exceptions import TyperException
 
+from cursorbench.answer import changed_lines
 from cursorbench.api import prepare, stop_local_work
+from cursorbench.checks import backend_for, derive_tests, validate_full
 from cursorbench.cli_leaderboard import register as register_leaderboard
 from cursorbench.config import field_help, spec_from_options
-from cursorbench.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
+from cursorbench.loader import (
+    TaskFileError,
+    load_task_for_derive,
+    tasks_from_options,
+    tasks_from_options_reporting,
+)
 from cursorbench.progress import RunProgress
 from cursorbench.report import print_run, tests_table
+from cursorbench.stats import (
+    TaskRow,
+    load_validation,
+    print_stats,
+    suite_stats,
+    write_validation_report,
+)
+from cursorbench.suites import build_many, suite_options, write_test_lists
+from cursorbench.task import PackageSource
 from cursorbench.validate import validate_task
-from cursorbench.workspace import BuildError, build
+from cursorbench.workspace import BuildError, build, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.model import RetryNotice
-from harness.results import in_order
+from harness.results import AttemptResult, Status, in_order
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
@@ -66,6 +85,9 @@ EXIT_INTERRUPTED = 130
 # sandbox seam's own, raised by `tasks validate` choosing a backend.
 KNOWN_ERRORS: tuple[type[Exception], ...] = (CursorBenchError, SandboxUnavailable)
 
+SuiteOption = Annotated[
+    str | None, typer.Option("--suite", help="A bundled suite by name: smoke or v1.")
+]
 TasksOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -98,6 +120,7 @@ def run(
         typer.Option(help="Serve a finished run's recorded replies (offline re-scoring)."),
     ] = None,
     tasks: TasksOption = None,
+    suite: SuiteOption = None,
     epochs: Annotated[int | None, typer.Option(help=_help("epochs"))] = None,
     concurrency: Annotated[int | None, typer.Option(help=_help("executor", "concurrency"))] = None,
     max_connections: Annotated[
@@ -146,7 +169,7 @@ def run(
         model=model,
         api_key=api_key,
         replay=replay,
-        tasks=tasks,
+        tasks=suite_options(suite, tasks) or None,
         epochs=epochs,
         concurrency=concurrency,
         max_connections=max_connections,
@@ -266,12 +289,12 @@ def show(
 
 
 @tasks_app.command("list")
-def tasks_list(tasks: TasksOption = None) -> None:
+def tasks_list(tasks: TasksOption = None, suite: SuiteOption = None) -> None:
     """List tasks: id, category, suite version, prompt length. Task files that do not load
     are reported on stderr, one line each, and the exit status is then 2."""
     from rich.table import Table
 
-    found, problems = tasks_from_options_reporting(tasks or [])
+    found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
     for task in found:
         check = task.verification
@@ -296,9 +319,9 @@ def _print_problems(problems: list[str]) -> None:
 
 
 @tasks_app.command("show")
-def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
+def tasks_show(task_id: str, tasks: TasksOption = None, suite: SuiteOption = None) -> None:
     """Show one task: its prompt, source, mutation, verification and limits."""
-    paths = [value for value in tasks or [] if Path(value).exists()]
+    paths = [value for value in suite_options(suite, tasks) if Path(value).exists()]
     found = tasks_from_options([*paths, task_id])
     if len(found) != 1:
         names = ", ".join(task.id for task in found)
@@ -309,28 +332,134 @@ def tasks_show(task_id: str, tasks: TasksOption = None) -> None:
 @tasks_app.command("validate")
 def tasks_validate(
     tasks: TasksOption = None,
-    repeat: Annotated[int, typer.Option(min=1, help="Runs of each check (flakiness).")] = 2,
+    suite: SuiteOption = None,
+    repeat: Annotated[int, typer.Option(min=1, help="Runs of each check (--quick).")] = 2,
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap, docker or subprocess.")] = "auto",
+    quick: Annotated[
+        bool, typer.Option(help="Only grade the reference and the untouched workspace.")
+    ] = False,
+    report: Annotated[
+        Path | None, typer.Option(help="Folder for VALIDATION.md and validation.json.")
+    ] = None,
 ) -> None:
-    """Check tasks: the reference passes every test, the mutated workspace fails every
-    FAIL_TO_PASS test and passes every PASS_TO_PASS test, repeatably. Task files that do not
-    load are reported first (exit status 2); the others are still checked (1 if invalid)."""
+    """Validate tasks (the full checks: pristine runs, broken tree, reference, untouched and
+    stub grading, coverage, leaks). Task files that do not load are reported first (exit
+    status 2); the others are still checked (1 if any is invalid)."""
     backend = choose_backend(sandbox)
-    found, problems = tasks_from_options_reporting(tasks or [])
+    found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
     _print_problems(problems)
     invalid = 0
+    records = []
+    started, clock = dt.datetime.now(dt.UTC), time.monotonic()
     for task in found:
         try:
-            report = validate_task(build(task), backend, repeat)
+            built = build(task)
+            if quick:
+                lines = validate_task(built, backend, repeat)
+            else:
+                record = validate_full(built, backend)
+                records.append(record)
+                lines = record.problems
         except BuildError as error:
-            report = [f"cannot build: {error}"]
-        invalid += bool(report)
-        mark = "[red]INVALID[/]" if report else "[green]ok[/]"
-        console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in report))
+            lines = [f"cannot build: {error}"]
+        except Exception as error:  # one task's fault must not hide the others' results
+            if os.environ.get("CURSORBENCH_DEBUG"):
+                raise
+            lines = [f"internal error: {type(error).__name__}: {error}"]
+        invalid += bool(lines)
+        mark = "[red]INVALID[/]" if lines else "[green]ok[/]"
+        console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in lines))
+    if report is not None:
+        write_validation_report(report, records, started, time.monotonic() - clock)
+        console.print(f"report: {report / 'VALIDATION.md'}")
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
     if invalid:
         raise typer.Exit(1)
+
+
+@tasks_app.command("build")
+def tasks_build(
+    tasks: TasksOption = None,
+    suite: SuiteOption = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Builds at once.")] = None,
+) -> None:
+    """Build tasks into the cache: fetch and hash-check sources, mutate, leak-scan."""
+    found = tasks_from_options(suite_options(suite, tasks))
+    for built in build_many(found, jobs):
+        console.print(f"[green]built[/] {built.task.id} {built.root}")
+
+
+@tasks_app.command("derive")
+def tasks_derive(
+    files: Annotated[list[Path], typer.Argument(help="Task files (YAML) to fill in.")],
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+) -> None:
+    """Run the pristine tree 3 times and the broken tree once, and write the FAIL_TO_PASS and
+    PASS_TO_PASS lists they give into each task file (an author's tool)."""
+    backend = choose_backend(sandbox)
+    failed = 0
+    for path in files:
+        task = load_task_for_derive(path)
+        try:
+            built = build(task)
+        except BuildError as error:
+            failed += 1
+            console.print(f"[red]PROBLEM[/] {task.id}: cannot build: {error}")
+            continue
+        root = cache_home() / "validate"
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=root) as scratch:
+            derived = derive_tests(built, backend_for(built, backend), Path(scratch))
+        failed += bool(derived.problems)
+        if derived.fail_to_pass:
+            write_test_lists(path, derived.fail_to_pass, derived.pass_to_pass)
+        mark = "[red]PROBLEM[/]" if derived.problems else "[green]ok[/]"
+        console.print(
+            f"{mark} {task.id}: {len(derived.fail_to_pass)} fail->pass, "
+            f"{len(derived.pass_to_pass)} pass->pass, {len(derived.spilled)} spilled"
+            + "".join(f"\n    {line}" for line in derived.problems)
+        )
+    if failed:
+        raise typer.Exit(1)
+
+
+@tasks_app.command("stats")
+def tasks_stats(
+    tasks: TasksOption = None,
+    suite: SuiteOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """The suite's figures against the published ones: tasks, packages, categories, changed
+    lines, prompt length, FAIL_TO_PASS/PASS_TO_PASS, coverage of removed lines, runtime."""
+    found = tasks_from_options(suite_options(suite, tasks))
+    folders = {task.path.parent.parent for task in found if task.path is not None}
+    validation = {k: v for folder in folders for k, v in load_validation(folder).items()}
+    rows = []
+    for built in build_many(found):
+        task, record = built.task, validation.get(built.task.id)
+        source = task.source
+        package = source.name if isinstance(source, PackageSource) else Path(source.path).name
+        rows.append(
+            TaskRow(
+                id=task.id,
+                package=package,
+                category=task.category.value,
+                changed_lines=changed_lines(built.reference_patch),
+                prompt_chars=len(task.prompt),
+                fail_to_pass=len(task.verification.fail_to_pass),
+                pass_to_pass=len(task.verification.pass_to_pass),
+                coverage=record.coverage if record else None,
+                test_runtime_s=record.test_runtime_s if record else None,
+                validated=record.valid if record else None,
+            )
+        )
+    figures = suite_stats(rows)
+    if as_json:
+        print(json.dumps(figures))
+        return
+    for line in print_stats(figures):
+        console.print(line, highlight=False)
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -93,6 +93,9 @@ class Task(Spec):
     category: Category
     prompt: str = Field(min_length=1)
     source: Source
+    # Fixes applied to the pristine tree before anything else (e.g. a conftest hook written
+    # for an older pytest): part of the original, so never part of the answer.
+    setup: list[Operation] = Field(default_factory=list)
     mutation: Mutation
     verification: Verification
     limits: Limits = Field(default_factory=Limits)

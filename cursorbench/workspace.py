@@ -6,9 +6,10 @@ builder makes:
   workspace/  the source with the mutation applied and the hidden tests taken out
   hidden/     the hidden test files, laid out as in the workspace
   reference.patch  the reverse of the mutation: workspace -> original minus hidden tests
-The cache key covers the task's content, the source tree's bytes and the
-builder's version, so an edited task or source is rebuilt, never reused.
-Package sources (`PackageSource`) are described by the format but not built yet.
+The cache key covers the task's content, the source tree's bytes (for a package,
+the sdist's sha256, checked on every build) and the builder's version, so an edited
+task or source is rebuilt, never reused. Package sources are fetched and prepared by
+`sources.py`. Every build ends with the leak scan (`leaks.py`); a leak fails the build.
 """
 
 from __future__ import annotations
@@ -17,16 +18,29 @@ import ast
 import hashlib
 import os
 import shutil
+import sys
+import sysconfig
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.task import FolderSource, Operation, RemoveFile, RemoveSymbol, ReplaceText, Task
+from cursorbench import leaks
+from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
+from cursorbench.task import (
+    FolderSource,
+    Operation,
+    PackageSource,
+    RemoveFile,
+    RemoveSymbol,
+    ReplaceText,
+    Task,
+)
 from harness.errors import CursorBenchError
 from harness.sandbox.baseline import Baseline
+from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask, with_behaviour_checks
 
-BUILDER_VERSION = "2"
+BUILDER_VERSION = "3"
 SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 READY_MARKER = "READY"
@@ -69,9 +83,9 @@ class BuiltTask:
         before = set(_files(self.workspace))
         changes: dict[str, str | None] = {}
         for path in sorted(after):
-            text = (self.original / path).read_text(encoding="utf-8")
-            if path not in before or (self.workspace / path).read_text(encoding="utf-8") != text:
-                changes[path] = text
+            data = (self.original / path).read_bytes()
+            if path not in before or (self.workspace / path).read_bytes() != data:
+                changes[path] = data.decode("utf-8")
         changes.update({path: None for path in sorted(before - after)})
         return changes
 
@@ -119,22 +133,42 @@ def tree_digest(root: Path) -> str:
 
 
 def task_digest(task: Task) -> str:
-    if not isinstance(task.source, FolderSource):
-        raise BuildError(f"task {task.id}: package sources are not built yet; use a folder source")
-    source = task.source_dir()
-    if not source.is_dir():
-        raise BuildError(f"task {task.id}: source folder {source} does not exist")
     digest = hashlib.sha256(BUILDER_VERSION.encode())
     digest.update(task.model_dump_json().encode())
-    digest.update(tree_digest(source).encode())
+    if isinstance(task.source, FolderSource):
+        source = task.source_dir()
+        if not source.is_dir():
+            raise BuildError(f"task {task.id}: source folder {source} does not exist")
+        digest.update(tree_digest(source).encode())
+    else:  # named by its sdist's sha256 (in the task's JSON) and how it is prepared
+        digest.update(f"prepare-{PREPARE_VERSION}".encode())
     return digest.hexdigest()[:24]
 
 
+def unused_site_packages() -> list[Path]:
+    """The base interpreter's site-packages when the running venv does not use them: the
+    sandbox shows the base interpreter's folder, and packages installed there (maybe the
+    very package a task is made from) must not be readable."""
+    if sys.prefix == sys.base_prefix:
+        return []
+    config = Path(sys.prefix) / "pyvenv.cfg"
+    text = config.read_text(encoding="utf-8") if config.is_file() else ""
+    if "include-system-site-packages = true" in text.replace("\t", " "):
+        return []
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})
+    found = {Path(base["purelib"]), Path(base["platlib"])}
+    return sorted(path for path in found if path.is_dir())
+
+
 def secret_paths(task: Task) -> list[Path]:
-    """What an agent must not see: the task file's folder, the source, their git history."""
-    paths = [task.source_dir()]
+    """What an agent must not see: the task file's folder, the source, their git history,
+    the base interpreter's unused site-packages."""
+    paths = unused_site_packages()
     if task.path is not None:
         paths.append(task.path.parent)
+    if isinstance(task.source, PackageSource):
+        return paths
+    paths.append(task.source_dir())
     for parent in task.source_dir().parents:
         if (parent / ".git").exists():
             paths.append(parent / ".git")
@@ -142,14 +176,33 @@ def secret_paths(task: Task) -> list[Path]:
     return paths
 
 
-def build(task: Task, cache: Path | None = None) -> BuiltTask:
+def scan_hidden_paths(task: Task) -> list[Path]:
+    """What the sandbox will hide of what it shows, for the leak scan's view."""
+    return [*default_hidden_paths(), cache_home(), *secret_paths(task)]
+
+
+def source_tree(task: Task, cache: Path | None = None) -> Path:
+    """The task's source as a folder: the repository's folder, or the prepared sdist."""
+    if isinstance(task.source, FolderSource):
+        return task.source_dir()
+    try:
+        return prepared_tree(task.source, cache or cache_home())
+    except SourceError as error:
+        raise BuildError(f"task {task.id}: {error}") from None
+
+
+def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask:
     digest = task_digest(task)
     root = (cache or cache_home()) / "workspaces" / f"{task.id}-{digest}"
+    if isinstance(task.source, PackageSource):
+        source_tree(task, cache)  # the sdist's hash is checked on every build
     if (root / READY_MARKER).exists():
         return BuiltTask(task, digest, root)
     staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        _build_into(task, staging)
+        _build_into(task, staging, source_tree(task, cache))
+        if scan:
+            check_leaks(task, staging)
         (staging / READY_MARKER).write_text(digest)
         root.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -162,9 +215,25 @@ def build(task: Task, cache: Path | None = None) -> BuiltTask:
     return BuiltTask(task, digest, root)
 
 
-def _build_into(task: Task, staging: Path) -> None:
+def check_leaks(task: Task, root: Path) -> None:
+    """Fails the build when the answer can be read from the workspace or the environment."""
+    patch = (root / "reference.patch").read_text(encoding="utf-8")
+    found = leaks.scan(root / "workspace", patch, root / "hidden", scan_hidden_paths(task))
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise BuildError(f"task {task.id}: leak: {found[0]}{more}")
+
+
+def _build_into(task: Task, staging: Path, source: Path) -> None:
     original, workspace, hidden = staging / "original", staging / "workspace", staging / "hidden"
-    copy_source(task.source_dir(), original)
+    copy_source(source, original)
+    for number, operation in enumerate(task.setup, start=1):
+        try:
+            apply_operation(original, operation)
+        except (BuildError, OSError, SyntaxError) as error:
+            raise BuildError(
+                f"task {task.id}: setup step {number} ({operation.op}): {error}"
+            ) from None
     shutil.copytree(original, workspace, symlinks=True)
     for number, operation in enumerate(task.mutation.operations, start=1):
         try:

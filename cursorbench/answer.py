@@ -1,0 +1,108 @@
+"""What the reference solution restores, line by line, and a stub of it.
+
+- `removed_lines(built)`: for each source file the reference writes, the line numbers
+  (1-based, in the original file) that the mutation took away: the lines a solver
+  must write back. Hidden tests are not part of it.
+- `stub_tree(built)`: the original files, with the body of every function that
+  holds removed lines replaced by `raise NotImplementedError`: every name exists,
+  nothing works. A task whose tests pass on the stub does not test the feature.
+- `changed_lines(patch)`: lines added plus lines removed by a patch.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import shutil
+from pathlib import Path
+
+from cursorbench.workspace import BuiltTask
+from harness.sandbox.baseline import Baseline
+
+
+def changed_lines(patch: str) -> int:
+    return sum(
+        1
+        for line in patch.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
+    )
+
+
+def removed_lines(built: BuiltTask) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for path, text in built.solution_tree().items():
+        if text is None:
+            continue
+        after = text.splitlines()
+        before_path = built.workspace / path
+        before = (
+            before_path.read_text(encoding="utf-8").splitlines() if before_path.is_file() else []
+        )
+        lines: set[int] = set()
+        matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+        for tag, _, _, j1, j2 in matcher.get_opcodes():
+            if tag in ("replace", "insert"):
+                lines.update(range(j1 + 1, j2 + 1))
+        if lines:
+            found[path] = lines
+    return found
+
+
+def stub_source(text: str, lines: set[int]) -> str:
+    """Each outermost function holding any of `lines` keeps its signature; its body
+    becomes `raise NotImplementedError`."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    targets: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                span = set(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+                if span & lines:
+                    targets.append(child)
+                continue  # nested functions go with their outermost function
+            visit(child)
+
+    visit(tree)
+    source = text.splitlines(keepends=True)
+    for function in sorted(targets, key=lambda f: f.lineno, reverse=True):
+        first = function.body[0]
+        start, end = first.lineno - 1, function.end_lineno or first.lineno
+        if start < function.lineno:  # one-line `def f(): ...`: leave it
+            continue
+        indent = " " * first.col_offset
+        source[start:end] = [f"{indent}raise NotImplementedError\n"]
+    return "".join(source)
+
+
+def stub_tree(built: BuiltTask) -> dict[str, str | None]:
+    """The reference's files, stubbed: the same shape as `BuiltTask.solution_tree()`."""
+    removed = removed_lines(built)
+    stubbed: dict[str, str | None] = {}
+    for path, text in built.solution_tree().items():
+        if text is not None and path.endswith(".py") and path in removed:
+            stubbed[path] = stub_source(text, removed[path])
+        else:
+            stubbed[path] = text
+    return stubbed
+
+
+def patch_for(workspace: Path, changes: dict[str, str | None], scratch: Path) -> str:
+    """The git patch that turns `workspace` into `workspace` with `changes` written."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    tree = scratch / "tree"
+    shutil.copytree(workspace, tree, symlinks=True)
+    baseline = Baseline(scratch / "git", tree)
+    baseline.snapshot()
+    for path, text in changes.items():
+        if text is None:
+            (tree / path).unlink(missing_ok=True)
+        else:
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(text, encoding="utf-8")
+    patch = baseline.diff()
+    shutil.rmtree(scratch, ignore_errors=True)
+    return patch

@@ -1,0 +1,366 @@
+"""Full task validation, the issue's five steps, for a built task; publish only what passes.
+
+1. Pristine tree (the original, hidden tests included): the test suite runs
+   `PRISTINE_RUNS` times in the sandbox; only tests that pass every time count.
+2. Broken tree (the workspace with the hidden tests laid over it): FAIL_TO_PASS =
+   stable tests that now fail or are missing (a module that no longer collects);
+   at least `MIN_FAIL_TO_PASS`; a breakage that spills into many tests outside the
+   hidden files is rejected; PASS_TO_PASS = the other stable tests.
+3. Grading as an attempt is graded (canaries included): the reference solution
+   resolves; the untouched workspace and a stub raising `NotImplementedError`
+   (`answer.stub_tree`) do not.
+4. Coverage: the share of the removed executable lines the hidden tests execute on
+   the reference solution (measured with `coverage` inside the sandbox).
+5. Leaks: the build's leak scan again (the environment may have changed since the
+   build), the package not importable without the workspace, and imported from it.
+
+`derive_tests` does steps 1-2 only and gives the lists a task file should carry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from cursorbench import answer, leaks
+from cursorbench.task import PackageSource
+from cursorbench.testruns import SuiteRun, run_suite
+from cursorbench.workspace import (
+    BUILDER_VERSION,
+    BuiltTask,
+    cache_home,
+    scan_hidden_paths,
+    tree_digest,
+)
+from harness.grading import PYTEST_ENV, grade, pytest_config
+from harness.results import TestOutcome
+from harness.sandbox import SandboxSettings, open_backend
+from harness.sandbox.protocol import SandboxBackend
+
+PRISTINE_RUNS = 3
+MIN_FAIL_TO_PASS = 5
+MAX_SPILL_SHARE = 0.10  # of the stable tests outside the hidden files
+MAX_SPILL = 25
+MIN_COVERAGE = 0.5
+COVERAGE_MARK = "CURSORBENCH-COVERAGE "
+
+
+class TaskValidation(BaseModel):
+    """One task's validation record (a row of the validation report)."""
+
+    id: str
+    category: str
+    package: str
+    valid: bool = False
+    problems: list[str] = Field(default_factory=list)
+    stable_tests: int = 0
+    fail_to_pass: int = 0
+    pass_to_pass: int = 0
+    spilled: int = 0
+    changed_lines: int = 0
+    prompt_chars: int = 0
+    coverage: float | None = None
+    reference_resolved: bool = False
+    untouched_resolved: bool = True
+    stub_resolved: bool = True
+    stub_fail_to_pass_passed: int = 0
+    test_runtime_s: float = 0.0
+    duration_s: float = 0.0
+
+
+class Derived(BaseModel):
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    spilled: list[str]
+    stable: int
+    problems: list[str]
+    runtime_s: float
+
+
+def package_label(built: BuiltTask) -> str:
+    source = built.task.source
+    if isinstance(source, PackageSource):
+        return f"{source.name}=={source.version}"
+    return f"folder:{Path(source.path).name}"
+
+
+def backend_for(built: BuiltTask, backend: str) -> SandboxBackend:
+    sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(scan_hidden_paths(built.task))))
+    sandboxes.self_test(cache_home() / "self-test")
+    return sandboxes
+
+
+def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> list[SuiteRun]:
+    """The original tree's runs, cached per source and test arguments (tasks of one
+    package share them)."""
+    task = built.task
+    key = hashlib.sha256(
+        json.dumps(
+            [
+                BUILDER_VERSION,
+                PRISTINE_RUNS,
+                tree_digest(built.original),
+                task.verification.test_args,
+            ]
+        ).encode()
+    ).hexdigest()[:24]
+    cached = cache_home() / "pristine" / f"{key}.json"
+    if cached.is_file():
+        stored = json.loads(cached.read_text())
+        return [
+            SuiteRun({k: TestOutcome(v) for k, v in run["outcomes"].items()}, run["duration_s"])
+            for run in stored
+        ]
+    runs = [
+        run_suite(
+            sandboxes,
+            built.original,
+            scratch / "pristine",
+            task.verification.test_args,
+            task.limits.test_timeout_s,
+        )
+        for _ in range(PRISTINE_RUNS)
+    ]
+    if all(run.outcomes and not run.timed_out for run in runs):
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        data = [{"outcomes": run.outcomes, "duration_s": run.duration_s} for run in runs]
+        cached.write_text(json.dumps(data))
+    return runs
+
+
+def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Derived:
+    task = built.task
+    problems: list[str] = []
+    runs = pristine_runs(built, sandboxes, scratch)
+    for number, run in enumerate(runs, start=1):
+        if run.timed_out:
+            problems.append(f"pristine run {number} ran past {task.limits.test_timeout_s}s")
+        if run.error and not run.outcomes:
+            problems.append(f"pristine run {number}: {run.error}")
+    stable = sorted(
+        test
+        for test, outcome in runs[0].outcomes.items()
+        if all(run.outcomes.get(test) is TestOutcome.PASSED for run in runs)
+    )
+    broken = run_suite(
+        sandboxes, built.workspace, scratch / "broken", task.verification.test_args,
+        task.limits.test_timeout_s, overlay=built.hidden,
+    )  # fmt: skip
+    if broken.timed_out:
+        problems.append("the broken tree's tests ran past the time limit")
+    failing = [t for t in stable if broken.outcomes.get(t) is not TestOutcome.PASSED]
+    passing = [t for t in stable if broken.outcomes.get(t) is TestOutcome.PASSED]
+    hidden = set(task.verification.hidden_tests)
+    spilled = [t for t in failing if t.split("::")[0] not in hidden]
+    visible_stable = [t for t in stable if t.split("::")[0] not in hidden]
+    if len(failing) < MIN_FAIL_TO_PASS:
+        problems.append(f"only {len(failing)} stable tests fail on the broken tree (need 5)")
+    if len(spilled) > min(MAX_SPILL, MAX_SPILL_SHARE * max(len(visible_stable), 1)):
+        problems.append(
+            f"the breakage spills into {len(spilled)} of {len(visible_stable)} stable tests "
+            f"outside the hidden files, e.g. {spilled[0]}"
+        )
+    if not passing:
+        problems.append("no stable test passes on the broken tree: the package does not import")
+    runtime = sum(run.duration_s for run in runs) / max(len(runs), 1)
+    return Derived(
+        fail_to_pass=failing, pass_to_pass=passing, spilled=spilled, stable=len(stable),
+        problems=problems, runtime_s=runtime,
+    )  # fmt: skip
+
+
+def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
+    started = time.monotonic()
+    task = built.task
+    record = TaskValidation(
+        id=task.id, category=task.category.value, package=package_label(built),
+        changed_lines=answer.changed_lines(built.reference_patch), prompt_chars=len(task.prompt),
+    )  # fmt: skip
+    sandboxes = backend_for(built, backend)
+    root = cache_home() / "validate"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as folder:
+        scratch = Path(folder)
+        problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
+        derived = derive_tests(built, sandboxes, scratch)
+        problems += derived.problems
+        problems += _spec_problems(built, derived)
+        record.stable_tests, record.spilled = derived.stable, len(derived.spilled)
+        record.fail_to_pass = len(task.verification.fail_to_pass)
+        record.pass_to_pass = len(task.verification.pass_to_pass)
+        record.test_runtime_s = round(derived.runtime_s, 2)
+        problems += _grading_problems(built, sandboxes, scratch, record)
+        record.coverage = coverage_share(built, sandboxes, scratch)
+        if record.coverage is None:
+            problems.append("coverage of the removed lines could not be measured")
+        elif record.coverage < MIN_COVERAGE:
+            problems.append(f"the hidden tests execute only {record.coverage:.0%} of removed lines")
+    record.problems = problems
+    record.valid = not problems
+    record.duration_s = round(time.monotonic() - started, 1)
+    return record
+
+
+def _spec_problems(built: BuiltTask, derived: Derived) -> list[str]:
+    check = built.task.verification
+    problems = []
+    fail, passing = set(derived.fail_to_pass), set(derived.pass_to_pass)
+    wrong_f2p = [t for t in check.fail_to_pass if t not in fail]
+    wrong_p2p = [t for t in check.pass_to_pass if t not in passing]
+    if wrong_f2p:
+        problems.append(f"{len(wrong_f2p)} listed FAIL_TO_PASS tests are not, e.g. {wrong_f2p[0]}")
+    if wrong_p2p:
+        problems.append(f"{len(wrong_p2p)} listed PASS_TO_PASS tests are not, e.g. {wrong_p2p[0]}")
+    return problems
+
+
+def _grading_problems(
+    built: BuiltTask, sandboxes: SandboxBackend, scratch: Path, record: TaskValidation
+) -> list[str]:
+    prepared = built.prepared()
+    problems = []
+    solved = grade(prepared, built.reference_patch, sandboxes, scratch / "ref")
+    record.reference_resolved = solved.resolved
+    if not solved.resolved:
+        bad = [f"{t} {o.value}" for t, o in solved.tests.items() if o is not TestOutcome.PASSED]
+        problems.append(f"reference solution not resolved: {solved.error or bad[:3]}")
+    untouched = grade(prepared, "", sandboxes, scratch / "base")
+    record.untouched_resolved = untouched.resolved
+    if untouched.resolved:
+        problems.append("the untouched workspace resolves the task")
+    stub_patch = answer.patch_for(built.workspace, answer.stub_tree(built), scratch / "stub-tree")
+    stub = grade(prepared, stub_patch, sandboxes, scratch / "stub")
+    record.stub_resolved = stub.resolved
+    record.stub_fail_to_pass_passed = sum(
+        stub.tests.get(t) is TestOutcome.PASSED for t in built.task.verification.fail_to_pass
+    )
+    if stub.resolved:
+        problems.append("a stub raising NotImplementedError resolves the task")
+    return problems
+
+
+def _leak_problems(built: BuiltTask) -> list[str]:
+    found = leaks.scan(
+        built.workspace, built.reference_patch, built.hidden, scan_hidden_paths(built.task)
+    )
+    return [f"leak: {leak}" for leak in found[:5]]
+
+
+def top_level_names(built: BuiltTask) -> tuple[str, list[str]]:
+    """The import root from the task's pytest.ini and the packages the reference touches."""
+    config = built.workspace / "pytest.ini"
+    text = config.read_text(encoding="utf-8") if config.is_file() else ""
+    roots = [
+        line.split("=", 1)[1].split()
+        for line in text.splitlines()
+        if line.split("=", 1)[0].strip() == "pythonpath"
+    ]
+    root = roots[0][0] if roots and roots[0] else "."
+    prefix = "" if root == "." else root.rstrip("/") + "/"
+    names = set()
+    for path in built.solution_tree():
+        if path.startswith(prefix) and path.endswith(".py"):
+            first = path[len(prefix) :].split("/")[0].removesuffix(".py")
+            if first not in ("tests", "test", "conftest", "setup", "docs"):
+                names.add(first)
+    return root, sorted(names)
+
+
+def _import_problems(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> list[str]:
+    """The package must not be importable without the workspace, and must import from it."""
+    if not isinstance(built.task.source, PackageSource):
+        return []
+    root, names = top_level_names(built)
+    if not names:
+        return []
+    sandbox = sandboxes.open(built.workspace, scratch / "imports", track_changes=False)
+    try:
+        script = (
+            "import importlib.util as u, json, sys\n"
+            f"names = {names!r}\n"
+            "outside = [n for n in names if u.find_spec(n) is not None]\n"
+            f"sys.path.insert(0, {sandbox.root + '/' + root!r})\n"
+            "inside = {n: getattr(__import__(n), '__file__', '') for n in names}\n"
+            "print('IMPORTS ' + json.dumps([outside, inside]))\n"
+        )
+        done = sandbox.execute([sys.executable, "-P", "-c", script], timeout=60, read_only=True)
+    finally:
+        sandbox.close()
+    line = next((x for x in done.output.splitlines() if x.startswith("IMPORTS ")), None)
+    if line is None:
+        return [f"the package does not import: {done.output[-200:]!r}"]
+    outside, inside = json.loads(line.removeprefix("IMPORTS "))
+    problems = [f"{name} is importable without the workspace (installed)" for name in outside]
+    problems += [
+        f"{name} imports from {where}, not the workspace"
+        for name, where in inside.items()
+        if not str(where).startswith(sandbox.root)
+    ]
+    return problems
+
+
+def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> float | None:
+    """Share of the removed executable lines the tests execute on the reference."""
+    removed = {p: sorted(lines) for p, lines in answer.removed_lines(built).items()}
+    removed = {p: lines for p, lines in removed.items() if p.endswith(".py")}
+    if not removed:
+        return None
+    layer = scratch / "cov-overlay"
+    if built.hidden.is_dir():
+        import shutil
+
+        shutil.rmtree(layer, ignore_errors=True)
+        shutil.copytree(built.hidden, layer)
+    sandbox = sandboxes.open(built.workspace, scratch / "cov", layer, track_changes=False)
+    try:
+        sandbox.apply_patch(built.reference_patch)
+        config = pytest_config(built.workspace) or ""
+        args = [*built.task.verification.test_args, "-q", "-p", "no:cacheprovider"]
+        args += ["-o", "addopts=", "--continue-on-collection-errors", f"--rootdir={sandbox.root}"]
+        args += ["-c", f"{sandbox.root}/{config}"] if config else []
+        script = _COVERAGE_SCRIPT.format(
+            root=sandbox.root, files=json.dumps(removed), args=shlex.join(args)
+        )
+        done = sandbox.execute(
+            [sys.executable, "-P", "-c", script],
+            timeout=built.task.limits.test_timeout_s * 3,
+            read_only=True,
+            env=PYTEST_ENV,
+        )
+    finally:
+        sandbox.close()
+    line = next((x for x in done.output.splitlines() if x.startswith(COVERAGE_MARK)), None)
+    if line is None:
+        return None
+    counts = json.loads(line.removeprefix(COVERAGE_MARK))
+    statements = sum(total for total, _ in counts.values())
+    executed = sum(ran for _, ran in counts.values())
+    return round(executed / statements, 3) if statements else None
+
+
+_COVERAGE_SCRIPT = """
+import json, shlex, coverage, pytest
+root = {root!r}
+files = json.loads({files!r})
+include = [root + "/" + p for p in files]
+cov = coverage.Coverage(data_file="/tmp/.cursorbench-coverage", include=include)
+cov.start()
+pytest.main(shlex.split({args!r}))
+cov.stop()
+counts = {{}}
+for rel, lines in files.items():
+    try:
+        _, statements, _, missing, _ = cov.analysis2(root + "/" + rel)
+    except Exception:
+        statements, missing = [], []
+    wanted = set(statements) & set(lines)
+    counts[rel] = [len(wanted), len(wanted - set(missing))]
+print({mark!r} + json.dumps(counts))
+""".replace("{mark!r}", repr(COVERAGE_MARK))

@@ -1,0 +1,141 @@
+"""Suite figures (`tasks stats`) and the validation report (`tasks validate --report`).
+
+Figures are pure functions of per-task rows: changed lines of the reference
+solution, prompt characters, FAIL_TO_PASS/PASS_TO_PASS counts (from the task
+files), and, where a validation report exists (`validation.json` beside the suite's
+`tasks/`), hidden-test coverage of the removed lines and test runtime.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from cursorbench.checks import TaskValidation
+
+# The Composer 2 report's figures, printed beside ours.
+PUBLISHED = {"median_changed_lines": 181, "median_prompt_chars": 390}
+
+
+class TaskRow(BaseModel):
+    id: str
+    package: str
+    category: str
+    changed_lines: int
+    prompt_chars: int
+    fail_to_pass: int
+    pass_to_pass: int
+    coverage: float | None = None
+    test_runtime_s: float | None = None
+    validated: bool | None = None
+
+
+def quartiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"q1": None, "median": None, "q3": None}
+    if len(values) == 1:
+        return {"q1": values[0], "median": values[0], "q3": values[0]}
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return {"q1": q1, "median": median, "q3": q3}
+
+
+def suite_stats(rows: list[TaskRow]) -> dict[str, Any]:
+    def figure(name: str) -> list[float]:
+        return [float(v) for row in rows if (v := getattr(row, name)) is not None]
+
+    changed = quartiles(figure("changed_lines"))
+    prompts = quartiles(figure("prompt_chars"))
+    return {
+        "tasks": len(rows),
+        "packages": dict(sorted(Counter(row.package for row in rows).items())),
+        "categories": dict(sorted(Counter(row.category for row in rows).items())),
+        "median_changed_lines": changed["median"],
+        "changed_lines_quartiles": changed,
+        "median_prompt_chars": prompts["median"],
+        "prompt_chars_quartiles": prompts,
+        "fail_to_pass": quartiles(figure("fail_to_pass")),
+        "pass_to_pass": quartiles(figure("pass_to_pass")),
+        "coverage_of_removed_lines": quartiles(figure("coverage")),
+        "test_runtime_s": quartiles(figure("test_runtime_s")),
+        "validated": sum(row.validated is True for row in rows),
+        "published": PUBLISHED,
+    }
+
+
+def load_validation(suite_dir: Path) -> dict[str, TaskValidation]:
+    path = suite_dir / "validation.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {item["id"]: TaskValidation.model_validate(item) for item in data["tasks"]}
+
+
+def write_validation_report(
+    folder: Path, records: list[TaskValidation], started: dt.datetime, seconds: float
+) -> None:
+    """`validation.json` (machine-readable) and `VALIDATION.md` (for people)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ok = sum(r.valid for r in records)
+    meta = {
+        "date": started.isoformat(timespec="seconds"),
+        "duration_s": round(seconds, 1),
+        "valid": ok,
+        "tasks": [r.model_dump() for r in records],
+    }
+    (folder / "validation.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    lines = [
+        "# Validation report",
+        "",
+        f"Run on {started:%Y-%m-%d %H:%M} UTC; took {seconds / 60:.1f} minutes; "
+        f"{ok} of {len(records)} tasks valid.",
+        "",
+        "Each task: the pristine tree's tests run 3 times (only tests passing every time "
+        "count); the broken tree gives FAIL_TO_PASS (at least 5) and PASS_TO_PASS; the "
+        "reference solution resolves, the untouched workspace and a stub raising "
+        "`NotImplementedError` do not; coverage is the share of the removed executable "
+        "lines that the tests execute on the reference; the leak scan and the import "
+        "checks pass.",
+        "",
+        "| task | package | category | valid | F2P | P2P | spilled | changed lines "
+        "| coverage | stub F2P passing | test s | problems |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        coverage = "-" if r.coverage is None else f"{r.coverage:.0%}"
+        problems = "; ".join(p.replace("|", "/") for p in r.problems)[:300] or "-"
+        lines.append(
+            f"| {r.id} | {r.package} | {r.category} | {'yes' if r.valid else 'NO'} "
+            f"| {r.fail_to_pass} | {r.pass_to_pass} | {r.spilled} | {r.changed_lines} "
+            f"| {coverage} | {r.stub_fail_to_pass_passed} | {r.test_runtime_s:.1f} | {problems} |"
+        )
+    (folder / "VALIDATION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def print_stats(stats: dict[str, Any]) -> list[str]:
+    """The figures as lines of text, beside the published ones."""
+
+    def q(block: dict[str, Any], digits: int = 0) -> str:
+        if block["median"] is None:
+            return "-"
+        return " / ".join(f"{block[k]:.{digits}f}" for k in ("q1", "median", "q3"))
+
+    packages, categories = stats["packages"], stats["categories"]
+    return [
+        f"tasks: {stats['tasks']} (validated: {stats['validated']})",
+        f"packages: {len(packages)} ({', '.join(f'{k} {v}' for k, v in packages.items())})",
+        f"categories: {len(categories)} ({', '.join(f'{k} {v}' for k, v in categories.items())})",
+        f"changed lines q1/median/q3: {q(stats['changed_lines_quartiles'])} "
+        f"(published median {PUBLISHED['median_changed_lines']})",
+        f"prompt chars q1/median/q3: {q(stats['prompt_chars_quartiles'])} "
+        f"(published median {PUBLISHED['median_prompt_chars']})",
+        f"FAIL_TO_PASS q1/median/q3: {q(stats['fail_to_pass'])}",
+        f"PASS_TO_PASS q1/median/q3: {q(stats['pass_to_pass'])}",
+        f"coverage of removed lines q1/median/q3: {q(stats['coverage_of_removed_lines'], 2)}",
+        f"test runtime s q1/median/q3: {q(stats['test_runtime_s'], 1)}",
+    ]

@@ -1,0 +1,97 @@
+"""Bundled suites by name, building many tasks at once, and writing derived test lists.
+
+- `smoke`: six offline tasks over three small libraries written for this project
+  (`cursorbench/suite/tasks`), the default of `cursorbench run`.
+- `v1`: CursorBench v1, tasks over pinned releases of real packages
+  (`cursorbench/suite/v1/tasks`); their sources are fetched from the package index on
+  first use and cached. Scores compare only within one suite version.
+
+`build_many` builds tasks in parallel threads (the work is mostly subprocesses:
+pip, grep) with a progress bar on stderr (when it is a terminal) if anything is not cached yet.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cursorbench.loader import TaskFileError, bundled_suite
+from cursorbench.task import Task
+from cursorbench.workspace import READY_MARKER, BuiltTask, build, cache_home, task_digest
+
+SUITES = {"smoke": bundled_suite(), "v1": bundled_suite() / "v1"}
+
+
+def suite_path(name: str) -> Path:
+    if name not in SUITES:
+        raise TaskFileError(f"unknown suite {name!r} (choose from {', '.join(SUITES)})")
+    return SUITES[name]
+
+
+def suite_options(suite: str | None, tasks: list[str] | None) -> list[str]:
+    """`--suite` and `--tasks` as one list of `--tasks` values (a suite is its folder)."""
+    values = list(tasks or [])
+    return [str(suite_path(suite)), *values] if suite else values
+
+
+def _is_built(task: Task) -> bool:
+    try:
+        digest = task_digest(task)
+    except Exception:
+        return False
+    return (cache_home() / "workspaces" / f"{task.id}-{digest}" / READY_MARKER).exists()
+
+
+def build_many(tasks: list[Task], jobs: int | None = None) -> list[BuiltTask]:
+    """Builds every task (in parallel), in the order given; the first failure is raised."""
+    pending = [task for task in tasks if not _is_built(task)]
+    if len(pending) <= 1:
+        return [build(task) for task in tasks]
+    workers = jobs or min(8, (os.cpu_count() or 2) * 2)
+    console = Console(stderr=True)
+    if not console.is_terminal:  # no bar (and no stray output) when stderr is not a terminal
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(build, tasks))
+    columns = (TextColumn("building tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with (
+        Progress(*columns, console=console, transient=True) as bar,
+        ThreadPoolExecutor(max_workers=workers) as pool,
+    ):
+        progress = bar.add_task("build", total=len(tasks))
+
+        def one(task: Task) -> BuiltTask:
+            try:
+                return build(task)
+            finally:
+                bar.advance(progress)
+
+        return list(pool.map(one, tasks))
+
+
+class _Literal(str):
+    pass
+
+
+def _literal(dumper: yaml.SafeDumper, value: _Literal) -> Any:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+
+
+yaml.SafeDumper.add_representer(_Literal, _literal)
+
+
+def write_test_lists(path: Path, fail_to_pass: list[str], pass_to_pass: list[str]) -> None:
+    """Writes the derived FAIL_TO_PASS/PASS_TO_PASS lists into a task file (YAML)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    check = data.setdefault("verification", {})
+    check["fail_to_pass"] = fail_to_pass
+    check["pass_to_pass"] = pass_to_pass
+    if isinstance(data.get("prompt"), str) and "\n" in data["prompt"]:
+        data["prompt"] = _Literal(data["prompt"])
+    text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
+    path.write_text(text, encoding="utf-8")

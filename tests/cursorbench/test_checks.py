@@ -1,0 +1,68 @@
+"""Full validation of a package task (pristine x3, broken tree, reference, untouched, stub,
+coverage, leaks, imports), and a sample of the v1 suite end to end (build, reference
+passes, untouched fails): a broken builder cannot land."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cursorbench.checks import validate_full
+from cursorbench.loader import load_tasks
+from cursorbench.suites import suite_path
+from cursorbench.validate import validate_task
+from cursorbench.workspace import build
+from harness.sandbox import choose_backend
+from tests.cursorbench.sdists import tiny_task
+
+V1_SAMPLE = ["boltons-mathutils", "jinja2-nativetypes"]
+
+
+@pytest.mark.slow
+def test_a_package_task_passes_full_validation(cursorbench_home: Path, tmp_path: Path) -> None:
+    record = validate_full(build(tiny_task(cursorbench_home, tmp_path)), choose_backend("auto"))
+    assert record.problems == []
+    assert (record.fail_to_pass, record.pass_to_pass, record.stable_tests) == (6, 3, 9)
+    assert record.reference_resolved and not record.untouched_resolved
+    assert not record.stub_resolved and record.stub_fail_to_pass_passed == 0
+    assert record.coverage == 1.0
+
+
+@pytest.mark.slow
+def test_weak_or_wrong_tasks_are_rejected(cursorbench_home: Path, tmp_path: Path) -> None:
+    task = tiny_task(cursorbench_home, tmp_path)
+    check = task.verification
+    few = check.model_copy(
+        update={"hidden_tests": [], "fail_to_pass": check.fail_to_pass[:1], "pass_to_pass": []}
+    )
+    weak = task.model_copy(
+        update={
+            "mutation": task.mutation.model_copy(
+                update={
+                    "operations": [
+                        {
+                            "op": "remove_symbol",
+                            "file": "src/tinypkg/extra.py",
+                            "symbol": "count_distinctive_vowels_in_text",
+                        }
+                    ]
+                }
+            ),
+            "verification": few.model_copy(
+                update={"fail_to_pass": ["tests/test_extra.py::test_vowels"]}
+            ),
+        }
+    )
+    weak = type(task).model_validate(weak.model_dump()).model_copy(update={"path": task.path})
+    record = validate_full(build(weak), choose_backend("auto"))
+    assert not record.valid
+    assert "only 1 stable tests fail on the broken tree (need 5)" in record.problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", V1_SAMPLE)
+def test_v1_sample_builds_and_tells_solved_from_unsolved(task_id: str) -> None:
+    """Fetches the pinned sdist (network to the package index), builds, grades."""
+    task = next(t for t in load_tasks([suite_path("v1")]) if t.id == task_id)
+    assert validate_task(build(task), choose_backend("auto"), repeat=1) == []
