@@ -43,7 +43,8 @@ from cursorbench.config import (
 )
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
-from cursorbench.workspace import BuiltTask, build, cache_home
+from cursorbench.suites import build_many
+from cursorbench.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.executor import Executor, LocalExecutor
 from harness.model import ChatModel, RetryListener, RetryPolicy
@@ -139,7 +140,7 @@ def prepare(
         task_options = task_options or sorted(replay.run.config.get("tasks", {}))  # type: ignore[arg-type]
         epochs = epochs or int(replay.run.config.get("epochs", 1))  # type: ignore[call-overload]
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
-    built = [build(task) for task in suite]
+    built = build_many(suite)
     scenarios, eval_tasks = _eval_tasks(spec.evals)
     try:
         backend_name = choose_backend(spec.sandbox.kind)

@@ -58,7 +58,7 @@ from cursorbench.validate import validate_task
 from cursorbench.workspace import BuildError, build, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.model import RetryNotice
-from harness.results import AttemptResult, Status, in_order
+from harness.results import in_order
 from harness.rundir import RunDir, RunDirError
 from harness.runner import RunConfig, RunInterrupted
 from harness.sandbox import SandboxUnavailable, choose_backend
