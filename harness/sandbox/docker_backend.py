@@ -167,6 +167,9 @@ class DockerSandbox(WorkspaceFiles):
         }
         volumes = {str(self.control): {"bind": CONTROL, "mode": "rw"}}
         shown = [*python_paths()]
+        for path in shown:  # an environment under /tmp (a CI clone): the tmpfs would hide it
+            if any(str(path).startswith(folder + "/") for folder in ("/tmp", "/var/tmp")):
+                volumes[str(path)] = {"bind": str(path), "mode": "ro"}
         for path in self.settings.hidden:  # secrets inside what the image holds: covered
             if not any(path == root or root in path.parents for root in shown):
                 continue

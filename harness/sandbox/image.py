@@ -193,6 +193,11 @@ def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
     return info
 
 
+def _under_scratch(path: str) -> bool:
+    """Under /tmp or /var/tmp, which every container covers with a tmpfs."""
+    return any(path.startswith(folder + "/") for folder in ("/tmp", "/var/tmp"))
+
+
 def write_rootfs(target: Path) -> None:
     """The root filesystem as a tar file at `target`."""
     with tarfile.open(target, "w") as archive:
@@ -203,6 +208,8 @@ def write_rootfs(target: Path) -> None:
         for path in rootfs_paths():
             if path.startswith("/etc/") and path in ("/etc/passwd", "/etc/group"):
                 continue
+            if path in MOUNT_POINTS or _under_scratch(path):
+                continue  # a mount covers it: an environment under /tmp is bound in instead
             archive.add(path, arcname=path.lstrip("/"), recursive=False, filter=_root_owned)
         _add_text(archive, "/etc/passwd", PASSWD)
         _add_text(archive, "/etc/group", GROUP)
