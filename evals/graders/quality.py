@@ -4,19 +4,28 @@ Penalties: lint findings the change adds (ruff), functions it leaves too complex
 or makes much more complex (cyclomatic, per function), duplicated blocks,
 leftover TODO/FIXME, debug prints and breakpoints, dead code (commented-out
 code, statements after a return, `if False:`), no tests when behaviour was
-added, names out of step with the file's style, and a diff much larger than
-the reference solution's. An attempt whose tests failed is not scored (the
-grader returns None): quality is judged on solved attempts only.
+added, names out of step with the file's style, a diff much larger than the
+reference solution's, and hazards in new code: bare or swallowing `except`
+handlers, mutable default arguments, names that shadow builtins. An attempt
+whose tests failed is not scored (the grader returns None): quality is judged
+on solved attempts only.
+
+Each penalty has a kind (`KINDS`). A scenario names the kind of slip it is about
+in `focus`: a finding of a focused kind costs the whole score (weight 1), with
+the reason saying so; findings of other kinds keep their usual weights.
 """
 
 from __future__ import annotations
 
 import ast
+import builtins
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from evals.graders.common import (
+    Function,
     added_lines,
     changed_files,
     changed_line_count,
@@ -36,6 +45,25 @@ Penalties = list[tuple[float, str]]
 CAMEL = re.compile(r"[a-z][a-z0-9]*[A-Z]\w*")
 SNAKE = re.compile(r"_*[a-z][a-z0-9_]*")
 DUPLICATE_RUN = 4  # identical consecutive lines that make a duplicated block
+KINDS = (
+    "lint",
+    "complexity",
+    "duplication",
+    "todo",
+    "debug",
+    "dead_code",
+    "tests",
+    "naming",
+    "size",
+    "exceptions",
+    "mutable_default",
+    "shadowed_builtin",
+)
+# ruff rules the hazard checks report themselves (not counted twice)
+COVERED_RULES = frozenset({"E722", "B001", "B006", "SIM105", "S110", "BLE001"})
+BUILTIN_NAMES = frozenset(
+    name for name in dir(builtins) if not name.startswith("_") and name[0].islower()
+)
 
 
 class QualityParams(BaseModel):
@@ -46,6 +74,7 @@ class QualityParams(BaseModel):
     max_complexity: int = 10
     max_complexity_added: int = 5
     allow_print: list[str] = []  # files where print is the point (a CLI)
+    focus: list[Literal[KINDS]] = []  # type: ignore[valid-type]  # the slips the scenario is about
 
 
 def _capped(weight: float, cap: float, reasons: list[str]) -> Penalties:
@@ -63,6 +92,8 @@ def lint(state: FinalState, code: list[str]) -> Penalties:
         for rule, count in sorted(
             added_findings(state.before.get(path), state.after[path], path).items()
         ):
+            if rule in COVERED_RULES:
+                continue
             reasons.append(f"ruff {rule} added in {path}" + (f" ({count}x)" if count > 1 else ""))
     return _capped(0.1, 0.4, reasons)
 
@@ -107,22 +138,40 @@ def duplication(state: FinalState, code: list[str]) -> Penalties:
     return _capped(0.2, 0.4, reasons)
 
 
-def leftovers(state: FinalState, code: list[str], params: QualityParams) -> Penalties:
-    todo, debug, dead = [], [], []
+def _added(state: FinalState, path: str) -> list[str]:
+    return added_lines(state.before.get(path), state.after[path])
+
+
+def todos(state: FinalState, code: list[str]) -> Penalties:
+    reasons = [
+        f"leftover {line.strip()[:60]!r} in {path}"
+        for path in code
+        for line in _added(state, path)
+        if re.search(r"\b(TODO|FIXME|XXX|HACK)\b", line)
+    ]
+    return _capped(0.15, 0.3, reasons)
+
+
+def debug_output(state: FinalState, code: list[str], params: QualityParams) -> Penalties:
+    reasons = [
+        f"debug output {line.strip()[:60]!r} in {path}"
+        for path in code
+        for line in _added(state, path)
+        if re.search(r"\b(breakpoint\(\)|pdb\.set_trace\(\)|import pdb)", line)
+        or (re.search(r"\bprint\(", line) and path not in params.allow_print)
+    ]
+    return _capped(0.2, 0.4, reasons)
+
+
+def dead_code(state: FinalState, code: list[str]) -> Penalties:
+    reasons = []
     for path in code:
-        new = added_lines(state.before.get(path), state.after[path])
-        for line in new:
+        for line in _added(state, path):
             stripped = line.strip()
-            if re.search(r"\b(TODO|FIXME|XXX|HACK)\b", line):
-                todo.append(f"leftover {stripped[:60]!r} in {path}")
-            if re.search(r"\b(breakpoint\(\)|pdb\.set_trace\(\)|import pdb)", line) or (
-                re.search(r"\bprint\(", line) and path not in params.allow_print
-            ):
-                debug.append(f"debug output {stripped[:60]!r} in {path}")
             if stripped.startswith("#") and _is_code(stripped.lstrip("#").strip()):
-                dead.append(f"commented-out code {stripped[:60]!r} in {path}")
-        dead += _unreachable(state, path)
-    return _capped(0.15, 0.3, todo) + _capped(0.2, 0.4, debug) + _capped(0.15, 0.3, dead)
+                reasons.append(f"commented-out code {stripped[:60]!r} in {path}")
+        reasons += _unreachable(state, path)
+    return _capped(0.15, 0.3, reasons)
 
 
 def _is_code(text: str) -> bool:
@@ -200,6 +249,103 @@ def size(state: FinalState, params: QualityParams) -> Penalties:
     return []
 
 
+BROAD = ("Exception", "BaseException")
+
+
+def _swallows(handler: ast.ExceptHandler) -> bool:
+    """The handler's body only passes, continues or returns nothing."""
+    quiet = (ast.Pass, ast.Continue)
+    return all(
+        isinstance(s, quiet)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        or (isinstance(s, ast.Return) and (s.value is None or _is_none(s.value)))
+        for s in handler.body
+    )
+
+
+def _is_none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def exception_handling(state: FinalState, code: list[str]) -> Penalties:
+    """Bare `except:` and broad handlers (Exception, BaseException) that swallow the error,
+    in new or changed functions."""
+    reasons = []
+    for path in code:
+        for name, node in new_or_changed_functions(state, path).items():
+            for handler in ast.walk(node):
+                if not isinstance(handler, ast.ExceptHandler):
+                    continue
+                where = f"{path}::{name} line {handler.lineno}"
+                if handler.type is None:
+                    reasons.append(f"bare `except:` in {where} (catches KeyboardInterrupt too)")
+                elif ast.unparse(handler.type) in BROAD and _swallows(handler):
+                    kind = ast.unparse(handler.type)
+                    reasons.append(f"`except {kind}` swallows every error in {where}")
+    return _capped(0.2, 0.4, reasons)
+
+
+def _mutable(node: ast.expr) -> bool:
+    if isinstance(node, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp):
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("list", "dict", "set", "bytearray")
+    )
+
+
+def mutable_defaults(state: FinalState, code: list[str]) -> Penalties:
+    reasons = []
+    for path in code:
+        for name, node in new_or_changed_functions(state, path).items():
+            arguments = node.args
+            positional = [*arguments.posonlyargs, *arguments.args]
+            pairs = list(zip(positional[len(positional) - len(arguments.defaults) :],
+                             arguments.defaults, strict=True))  # fmt: skip
+            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                             strict=True) if d is not None]  # fmt: skip
+            for argument, default in pairs:
+                if _mutable(default):
+                    reasons.append(
+                        f"mutable default {argument.arg}={ast.unparse(default)} in {path}::{name}"
+                    )
+    return _capped(0.2, 0.4, reasons)
+
+
+def _bound_names(node: Function) -> set[str]:
+    arguments = node.args
+    names = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            names.add(inner.id)
+        elif isinstance(inner, Function | ast.ClassDef) and inner is not node:
+            names.add(inner.name)
+    return names
+
+
+def shadowed_builtins(state: FinalState, code: list[str]) -> Penalties:
+    """New functions, arguments or local names that shadow a builtin (`list`, `sum`, `id`)."""
+    reasons = []
+    for path in code:
+        old = functions(state.before.get(path))
+        for name, node in new_or_changed_functions(state, path).items():
+            had = _bound_names(old[name]) if name in old else set()
+            own = {name.split(".")[-1]} if "." not in name else set()
+            shadow = sorted(((_bound_names(node) | own) - had) & BUILTIN_NAMES)
+            if shadow:
+                reasons.append(f"builtins shadowed in {path}::{name}: {', '.join(shadow)}")
+    return _capped(0.15, 0.3, reasons)
+
+
+def _focused(kind: str, penalties: Penalties) -> Penalties:
+    """A focused kind's findings: the first costs the whole score, the rest are listed."""
+    reasons = [reason.removesuffix(" (cap reached)") for _, reason in penalties]
+    note = f" [{kind}: the slip this scenario is about]"
+    return _capped(1.0, 1.0, [reason + note for reason in reasons])
+
+
 @register("code_quality", QualityParams)
 def grade_quality(
     task: PreparedTask, state: FinalState, records: Records, params: QualityParams
@@ -215,8 +361,21 @@ def grade_quality(
     unparsable = [p for p in code if parse(state.after[p]) is None]
     penalties: Penalties = [(1.0, f"{p} does not parse") for p in unparsable]
     code = [p for p in code if p not in unparsable]
-    penalties += lint(state, code) + complexity_penalties(state, code, params)
-    penalties += duplication(state, code) + leftovers(state, code, params)
-    penalties += tests_added(state, params) + naming(state, code) + size(state, params)
+    found: dict[str, Penalties] = {
+        "lint": lint(state, code),
+        "complexity": complexity_penalties(state, code, params),
+        "duplication": duplication(state, code),
+        "todo": todos(state, code),
+        "debug": debug_output(state, code, params),
+        "dead_code": dead_code(state, code),
+        "tests": tests_added(state, params),
+        "naming": naming(state, code),
+        "size": size(state, params),
+        "exceptions": exception_handling(state, code),
+        "mutable_default": mutable_defaults(state, code),
+        "shadowed_builtin": shadowed_builtins(state, code),
+    }
+    for kind in KINDS:
+        penalties += _focused(kind, found[kind]) if kind in params.focus else found[kind]
     value, reasons = penalty_score(penalties)
     return Score(value=value, reasons=reasons)

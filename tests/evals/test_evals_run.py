@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from evals import EVALS
+from evals.scenario import load_scenarios
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 
@@ -52,3 +53,30 @@ def test_evals_option_refuses_unknown_names(tmp_path: Path) -> None:
         "error: --evals: unknown evals taste; known: " + ", ".join(EVALS)
     ]
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_a_suite_task_and_an_eval_run_together_and_report_both(tmp_path: Path) -> None:
+    out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
+    args = ["--suite", "smoke", "--tasks", "textkit-slugify", "--evals", "intent"]
+    done = cursorbench("run", *args, "--out", str(out), "--db", db)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    intent = [s.id for s in load_scenarios(["intent"])]
+    assert sorted(summary["per_task"]) == sorted(["textkit-slugify", *intent])
+    assert summary["finished"] == 1 + len(intent) and summary["resolved"] == summary["finished"]
+    assert summary["per_task"]["textkit-slugify"] == {"attempts": 1, "resolved": 1, "errors": 0}
+    # the eval's score covers its scenarios only, next to the suite task's correctness
+    assert summary["scores"] == {
+        "intent": {"mean": 1.0, "attempts": len(intent), "resolved": len(intent), "judged": False}
+    }
+    assert "textkit-slugify" in done.stdout and "behaviour scores" in done.stdout
+    engine = create_engine(db)
+    with engine.connect() as connection:
+        rows = connection.execute(text("select task_id, resolved, result from attempts")).all()
+    engine.dispose()
+    stored = {row[0]: row[2] if isinstance(row[2], dict) else json.loads(row[2]) for row in rows}
+    assert set(stored) == set(summary["per_task"]) and all(row[1] for row in rows)
+    assert stored["textkit-slugify"]["status"] == "resolved"
+    assert stored["textkit-slugify"]["scores"] == {}
+    assert stored["intent-question-tax-rate"]["scores"]["intent"]["value"] == 1.0

@@ -1,6 +1,7 @@
 """Each eval's graders separate its well-behaved scripted agent from its badly-behaved one,
 through the real runner: the agents are served over HTTP and reached with the `openai`
-client, the change is taken in the sandbox, and the graders score the attempt."""
+client, the change is taken in the sandbox, and the graders score the attempt: well >= 0.9
+and badly <= 0.2 on every scenario."""
 
 from __future__ import annotations
 
@@ -41,9 +42,9 @@ def test_well_and_badly_behaved_agents_are_separated(
     assert len(well) == len(scenarios), sorted(set(s.id for s in scenarios) - set(well))
     assert len(badly) == len(scenarios), sorted(set(s.id for s in scenarios) - set(badly))
     well_mean = sum(well.values()) / len(well)
-    badly_mean = sum(badly.values()) / len(badly)
-    assert well_mean >= 0.9, {k: v for k, v in well.items() if v < 1}
-    assert badly_mean <= 0.2, {k: v for k, v in badly.items() if v > 0}
+    # separated on every scenario, not only on the mean
+    assert all(v >= 0.9 for v in well.values()), {k: v for k, v in well.items() if v < 0.9}
+    assert all(v <= 0.2 for v in badly.values()), {k: v for k, v in badly.items() if v > 0.2}
     summary = outcomes["well"].summary["scores"][name]
     assert summary["attempts"] == len(scenarios)
     assert summary["mean"] == pytest.approx(well_mean, abs=1e-4)
