@@ -181,9 +181,11 @@ def attempt_values(run_id: str, result: AttemptResult) -> dict[str, Any]:
 def metric_rows(run_id: str, result: AttemptResult) -> list[dict[str, Any]]:
     """The attempt's usage figures that have no column, where not zero."""
     key = {"run_id": run_id, "task_id": result.task_id, "epoch": result.epoch}
-    usage = result.usage.model_dump()
+    usage = result.usage
     return [
-        key | {"key": name, "value": float(usage[name])} for name in METRIC_FIELDS if usage[name]
+        key | {"key": name, "value": float(getattr(usage, name))}
+        for name in METRIC_FIELDS
+        if getattr(usage, name)
     ]
 
 

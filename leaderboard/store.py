@@ -45,7 +45,7 @@ from sqlalchemy.orm import Session
 
 from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
-from leaderboard import rows, summaries
+from leaderboard import bulk, rows, summaries
 from leaderboard.migrate import SchemaOutOfDate, ensure_current
 from leaderboard.schema import AttemptRow, CheckpointRow, RunRow
 
@@ -149,12 +149,13 @@ class SqlStore:
     def record_many(
         self, run_id: str, results: Iterable[AttemptResult], keep_trajectories: bool = False
     ) -> None:
-        """`record` for many attempts in one transaction (imports, bulk loads); with
-        `keep_trajectories` the trajectory files' bytes are stored too."""
+        """`record` for many attempts in one transaction (imports, bulk loads), written in
+        large batches by `leaderboard.bulk` (COPY on PostgreSQL), insert-only like `record`;
+        with `keep_trajectories` the trajectory files' bytes are stored too."""
         folder = self._folder(run_id)
-        attempts, metrics, scores, trajectories = [], [], [], []
-        for result in results:
-            attempts.append(rows.attempt_values(run_id, result))
+        attempts = list(results)
+        metrics, scores, trajectories = [], [], []
+        for result in attempts:
             metrics.extend(rows.metric_rows(run_id, result))
             scores.extend(rows.score_rows(run_id, result))
             found = rows.trajectory_row(run_id, result, folder, keep_trajectories)
@@ -166,7 +167,7 @@ class SqlStore:
                     f"cannot record an attempt of run {run_id!r}: no such run in '{self.url}' "
                     "(start_run it first)"
                 )
-            rows.insert_ignoring(conn, AttemptRow.__table__, attempts)
+            bulk.insert_attempts(conn, run_id, attempts)
             rows.insert_ignoring(conn, rows.METRICS_TABLE, metrics)
             rows.insert_ignoring(conn, rows.SCORES_TABLE, scores)
             rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
