@@ -24,9 +24,10 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from pydantic_core import to_json
 from sqlalchemy import Connection
 
-from harness.results import AttemptResult, TestOutcome
+from harness.results import AttemptResult, Failure, Status, TestOutcome
 from leaderboard.schema import AttemptRow
 
 BATCH_ROWS = 10_000  # rows per executemany / COPY
@@ -60,6 +61,7 @@ COLUMNS = (
     "tests_passed",
     "tests_total",
 )
+_VALUES: dict[Any, str] = {member: member.value for member in (*Status, *Failure)}
 _TABLE = AttemptRow.__table__.name
 _COLUMN_LIST = ", ".join(COLUMNS)
 
@@ -70,15 +72,16 @@ def attempt_tuple(
     """The attempt's row in `COLUMNS` order, its JSON columns already serialised."""
     usage = result.usage
     tests = result.tests
+    failure = result.failure
     return (
         run_id,
         result.task_id,
         result.epoch,
-        result.status.value,
-        None if result.failure is None else result.failure.value,
+        _VALUES[result.status],
+        None if failure is None else _VALUES[failure],
         result.error,
-        result.resolved,
-        json.dumps({node: outcome.value for node, outcome in tests.items()}),
+        result.status is Status.RESOLVED,
+        to_json(tests).decode() if tests else "{}",
         result.diff_lines_added,
         result.diff_lines_removed,
         usage.tokens_in,
@@ -94,7 +97,7 @@ def attempt_tuple(
         as_time(result.finished_at),
         result.trajectory,
         _result_json(result),
-        json.dumps(list(result.flags)),
+        to_json(result.flags).decode() if result.flags else "[]",
         sum(outcome is TestOutcome.PASSED for outcome in tests.values()),
         len(tests),
     )
