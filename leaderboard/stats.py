@@ -147,8 +147,11 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    term = total = 1  # C(n, 0); each next binomial coefficient from the last, exactly
+    for i in range(min(b, c)):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return min(1.0, 2 * (total / 2**n))
 
 
 @dataclass(frozen=True)
