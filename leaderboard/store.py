@@ -13,7 +13,8 @@ to the same database:
   UNIQUE(run, task, epoch), so recording the same attempt again changes nothing (the first
   write stands). `delete_attempts` removes attempts to be run again (`--retry-errors`).
 - `finish_run` stores the runner's summary, sets the status (complete or partial) and
-  computes the run's summary rows (`leaderboard.summaries`).
+  computes the run's summary rows (`leaderboard.summaries`); on PostgreSQL it first refreshes
+  the planner's statistics of the attempts and tasks tables (ANALYZE).
 
 SQLite files are opened in WAL mode with a busy timeout and foreign keys on, so concurrent
 writers wait for each other rather than fail; WAL needs a local filesystem (not NFS). Every
@@ -47,7 +48,7 @@ from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
 from leaderboard import bulk, rows, summaries
 from leaderboard.migrate import SchemaOutOfDate, ensure_current
-from leaderboard.schema import AttemptRow, CheckpointRow, RunRow
+from leaderboard.schema import AttemptRow, CheckpointRow, RunRow, TaskRow
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another one before giving up
 CONNECT_TIMEOUT_S = 10  # how long to wait for a PostgreSQL server before giving up
@@ -182,6 +183,10 @@ class SqlStore:
             )
             if done.rowcount == 0:
                 raise StoreError(f"cannot finish run {run_id!r}: no such run in '{self.url}'")
+            if conn.dialect.name == "postgresql":
+                # fresh planner statistics after a run's rows landed: with stale ones (a bulk
+                # load) PostgreSQL picks nested loops over the attempts x tasks join (seconds)
+                conn.exec_driver_sql(f"ANALYZE {AttemptRow.__tablename__}, {TaskRow.__tablename__}")
             summaries.refresh(conn, run_id)
 
     def delete_attempts(self, run_id: str, keys: set[str]) -> None:
