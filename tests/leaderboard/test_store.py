@@ -445,3 +445,17 @@ def test_bulk_result_json_keeps_non_finite_floats() -> None:
     assert json.loads(bulk._result_json(plain)) == plain.model_dump(mode="json")
     odd = make_result(usage=Usage(wait_s=float("inf")))
     assert json.loads(bulk._result_json(odd))["usage"]["wait_s"] == float("inf")
+
+
+def test_describe_tasks_adds_missing_tasks_and_fills_only_missing_categories(
+    store: SqlStore,
+) -> None:
+    from leaderboard.schema import TaskRow
+
+    store.start_run(make_run())  # its config names no tasks
+    store.describe_tasks("2025.03", {"a": None, "b": "debugging"})
+    store.describe_tasks("2025.03", {"a": "refactor", "b": "new_feature", "c": None})
+    store.describe_tasks("2025.03", {"a": "new_feature"})
+    with store.engine.connect() as conn:
+        found = dict(conn.execute(select(TaskRow.task_id, TaskRow.category)).all())
+    assert found == {"a": "refactor", "b": "debugging", "c": None}
