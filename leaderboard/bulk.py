@@ -5,8 +5,9 @@ serialised to JSON once by pydantic (`model_dump_json`, in Rust), the queryable 
 off the model, and the tuples go to the database driver directly, in batches:
 
 - SQLite: `INSERT ... ON CONFLICT DO NOTHING` through the driver's `executemany`;
-- PostgreSQL: `COPY` into a temporary table, then `INSERT ... SELECT ... ON CONFLICT DO
-  NOTHING` into `attempts` (small batches use the driver's pipelined `executemany`).
+- PostgreSQL: `COPY` straight into `attempts` under a savepoint; if a key exists already, back
+  to the savepoint, `COPY` into a temporary table and `INSERT ... SELECT ... ON CONFLICT DO
+  NOTHING` from it (small batches use the driver's pipelined `executemany`).
 
 Both keep the store's insert-only semantics: a row whose UNIQUE(run, task, epoch) key exists
 already (written before, by another writer meanwhile, or twice in the same batch) is skipped,
@@ -141,6 +142,8 @@ def _insert_sqlite(raw: Any, values: list[tuple[Any, ...]]) -> None:
 
 
 def _insert_postgresql(raw: Any, values: list[tuple[Any, ...]]) -> None:
+    from psycopg.errors import UniqueViolation  # psycopg is an extra: only PostgreSQL needs it
+
     with raw.cursor() as cursor:
         if len(values) < COPY_MIN_ROWS:
             marks = ", ".join(["%s"] * len(COLUMNS))
@@ -148,6 +151,18 @@ def _insert_postgresql(raw: Any, values: list[tuple[Any, ...]]) -> None:
                 f"INSERT INTO {_TABLE} ({_COLUMN_LIST}) VALUES ({marks}) ON CONFLICT DO NOTHING",
                 values,
             )
+            return
+        # The common bulk case, a new run: straight COPY, all or nothing. A key already there
+        # (a retried import, another writer) undoes it and the staged insert below skips it.
+        cursor.execute("SAVEPOINT cb_bulk_copy")
+        try:
+            with cursor.copy(f"COPY {_TABLE} ({_COLUMN_LIST}) FROM STDIN") as copy:
+                for row in values:
+                    copy.write_row(row)
+        except UniqueViolation:
+            cursor.execute("ROLLBACK TO SAVEPOINT cb_bulk_copy")
+        else:
+            cursor.execute("RELEASE SAVEPOINT cb_bulk_copy")
             return
         staging = "cb_attempts_in"
         cursor.execute(

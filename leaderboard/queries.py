@@ -21,7 +21,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel
 from sqlalchemy import Connection, and_, select
 
@@ -368,6 +367,8 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
 
     One query fetches the shared attempts' few columns, paired by a join; per-task means and
     the four paired bootstraps (which share their resamples) are computed with numpy."""
+    import numpy as np  # here, not at the top: the store's writers need no numpy
+
     for run_id in (first, second):
         _run_row(conn, run_id)
     pairs = sorted(conn.execute(_shared_attempts(first, second)).all(), key=lambda r: r[:2])
@@ -378,10 +379,10 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
     columns = np.nan_to_num(columns)  # a NULL test count reads as 0, as before
     sizes = np.diff(np.append(starts, len(pairs)))
 
-    def task_means(values: np.ndarray) -> np.ndarray:
+    def task_means(values: Any) -> Any:
         return np.add.reduceat(values, starts) / sizes if starts else np.zeros(0)
 
-    def tests_share(passed: np.ndarray, total: np.ndarray) -> np.ndarray:
+    def tests_share(passed: Any, total: Any) -> Any:
         return np.divide(passed, total, out=np.zeros_like(passed), where=total > 0)
 
     first_resolved, second_resolved = columns[:, 0] > 0, columns[:, 1] > 0

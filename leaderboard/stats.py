@@ -22,8 +22,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where a bootstrap needs it: recording runs does not
+    import numpy as np
 
 DEFAULT_RESAMPLES = 2000
 
@@ -74,6 +76,8 @@ def bootstrap_interval(
     n = len(values)
     if n == 0:
         return 0.0, 0.0
+    import numpy as np
+
     means = resample_means(np.asarray(values, dtype=float)[:, None], resamples, seed)[:, 0]
     return _percentiles(np.sort(means), level)
 
@@ -89,6 +93,8 @@ def resample_means(columns: np.ndarray, resamples: int, seed: int) -> np.ndarray
     after another (Python's Mersenne Twister state is handed to numpy's, whose `random_sample`
     is the same 53-bit draw, and `choices` takes `floor(random() * n)`), so results equal the
     pure-Python bootstrap's up to floating-point summation order; columns share the draws."""
+    import numpy as np
+
     n = columns.shape[0]
     state = random.Random(seed).getstate()[1]
     generator = np.random.RandomState()
@@ -196,6 +202,8 @@ def paired_bootstraps(
     n = lengths.pop()
     if n == 0:
         return {name: PairedDifference(0, 0.0, 0.0, 0.0) for name in names}
+    import numpy as np
+
     deltas = np.column_stack(
         [np.asarray(two, dtype=float) - np.asarray(one, dtype=float) for one, two in pairs.values()]
     )
