@@ -363,28 +363,46 @@ class Comparison(BaseModel):
 
 
 def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Comparison:
-    """Second minus first on their shared attempts."""
-    pairs = _paired(conn, first, second)
-    b = sum(a["resolved"] and not z["resolved"] for a, z in pairs.values())
-    c = sum(z["resolved"] and not a["resolved"] for a, z in pairs.values())
-    per_task: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for (task, _), pair in sorted(pairs.items()):
-        per_task.setdefault(task, []).append(pair)
+    """Second minus first on their shared attempts.
 
-    def task_means(field: str, which: int) -> list[float]:
-        return [
-            stats.mean([float(pair[which][field]) for pair in pairs_])
-            for pairs_ in per_task.values()
-        ]
+    One query fetches the shared attempts' few columns, paired by a join; per-task means and
+    the four paired bootstraps (which share their resamples) are computed with numpy."""
+    import numpy as np  # here, not at the top: the store's writers need no numpy
 
-    def paired(field: str) -> stats.PairedDifference:
-        return stats.paired_bootstrap(task_means(field, 0), task_means(field, 1), seed=seed)
+    for run_id in (first, second):
+        _run_row(conn, run_id)
+    pairs = sorted(conn.execute(_shared_attempts(first, second)).all(), key=lambda r: r[:2])
+    tasks = [row[0] for row in pairs]
+    starts = [i for i, task in enumerate(tasks) if i == 0 or task != tasks[i - 1]]
+    per_task = [tasks[i] for i in starts]
+    columns = np.array([row[2:] for row in pairs], dtype=float).reshape(len(pairs), 10)
+    columns = np.nan_to_num(columns)  # a NULL test count reads as 0, as before
+    sizes = np.diff(np.append(starts, len(pairs)))
 
+    def task_means(values: Any) -> Any:
+        return np.add.reduceat(values, starts) / sizes if starts else np.zeros(0)
+
+    def tests_share(passed: Any, total: Any) -> Any:
+        return np.divide(passed, total, out=np.zeros_like(passed), where=total > 0)
+
+    first_resolved, second_resolved = columns[:, 0] > 0, columns[:, 1] > 0
+    b = int(np.sum(first_resolved & ~second_resolved))
+    c = int(np.sum(second_resolved & ~first_resolved))
+    measures = {
+        "resolved": (columns[:, 0], columns[:, 1]),
+        "tests_passed": (
+            tests_share(columns[:, 2], columns[:, 4]),
+            tests_share(columns[:, 3], columns[:, 5]),
+        ),
+        "cost_usd": (columns[:, 6], columns[:, 7]),
+        "latency_s": (columns[:, 8], columns[:, 9]),
+    }
+    means = {name: (task_means(one), task_means(two)) for name, (one, two) in measures.items()}
+    paired = stats.paired_bootstraps(means, seed=seed)
+    one_rate, two_rate = means["resolved"]
     flips = [
-        Flip(task_id=task, first=one, second=two)
-        for task, one, two in zip(
-            per_task, task_means("resolved", 0), task_means("resolved", 1), strict=True
-        )
+        Flip(task_id=task, first=float(one), second=float(two))
+        for task, one, two in zip(per_task, one_rate, two_rate, strict=True)
         if one != two
     ]
     return Comparison(
@@ -395,38 +413,36 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
         first_only=b,
         second_only=c,
         mcnemar_p=stats.mcnemar_exact(b, c),
-        resolved=paired("resolved"),
-        tests_passed=paired("tests_share"),
-        cost_usd=paired("cost_usd"),
-        latency_s=paired("model_latency_s"),
+        resolved=paired["resolved"],
+        tests_passed=paired["tests_passed"],
+        cost_usd=paired["cost_usd"],
+        latency_s=paired["latency_s"],
         gained=[flip for flip in flips if flip.second > flip.first],
         lost=[flip for flip in flips if flip.second < flip.first],
     )
 
 
-def _paired(
-    conn: Connection, first: str, second: str
-) -> dict[tuple[str, int], tuple[dict[str, Any], dict[str, Any]]]:
-    for run_id in (first, second):
-        _run_row(conn, run_id)
-    query = select(
-        A.c.run_id,
-        A.c.task_id,
-        A.c.epoch,
-        A.c.resolved,
-        A.c.tests_passed,
-        A.c.tests_total,
-        A.c.cost_usd,
-        A.c.model_latency_s,
-    ).where(A.c.run_id.in_([first, second]))
-    found: dict[str, dict[tuple[str, int], dict[str, Any]]] = {first: {}, second: {}}
-    for row in conn.execute(query):
-        values = dict(row._mapping)
-        total = values["tests_total"] or 0
-        values["tests_share"] = (values["tests_passed"] or 0) / total if total else 0.0
-        found[row.run_id][(row.task_id, row.epoch)] = values
-    shared = found[first].keys() & found[second].keys()
-    return {key: (found[first][key], found[second][key]) for key in shared}
+def _shared_attempts(first: str, second: str) -> Any:
+    """(task, epoch, then first's and second's resolved, tests passed, tests total, cost,
+    latency, interleaved) for each attempt key both runs have."""
+    one, two = A.alias("one"), A.alias("two")
+    fields = ("resolved", "tests_passed", "tests_total", "cost_usd", "model_latency_s")
+    return (
+        select(
+            one.c.task_id,
+            one.c.epoch,
+            *[column for name in fields for column in (one.c[name], two.c[name])],
+        )
+        .join(
+            two,
+            and_(
+                two.c.run_id == second,
+                two.c.task_id == one.c.task_id,
+                two.c.epoch == one.c.epoch,
+            ),
+        )
+        .where(one.c.run_id == first)
+    )
 
 
 # --- attempts, checkpoints --------------------------------------------------------------------

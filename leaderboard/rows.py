@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Table, bindparam, select
 
 from harness.results import AttemptResult, RunInfo, TestOutcome
 from leaderboard.schema import (
@@ -69,22 +69,36 @@ def suite_id(conn: Connection, version: str, name: str = SUITE_NAME) -> int:
 
 
 def describe_tasks(conn: Connection, suite: int, categories: dict[str, str | None]) -> None:
-    """Add the suite's tasks; a known task without a category gets the one given."""
+    """Add the suite's tasks; a known task without a category gets the one given. Only the
+    tasks missing or lacking their category are written (a run's start names every task)."""
     table = TaskRow.__table__
+    found = conn.execute(select(table.c.task_id, table.c.category).where(table.c.suite_id == suite))
+    known = {task: category for task, category in found}
     insert_ignoring(
         conn,
         table,
-        [{"suite_id": suite, "task_id": task, "category": cat} for task, cat in categories.items()],
+        [
+            {"suite_id": suite, "task_id": task, "category": category}
+            for task, category in categories.items()
+            if task not in known
+        ],
     )
-    for task, category in categories.items():
-        if category is not None:
-            conn.execute(
-                table.update()
-                .where(
-                    table.c.suite_id == suite, table.c.task_id == task, table.c.category.is_(None)
-                )
-                .values(category=category)
+    updates = [
+        {"b_task": task, "b_category": category}
+        for task, category in categories.items()
+        if category is not None and known.get(task) is None  # new ones too: another writer
+    ]  # may have inserted them without a category meanwhile
+    if updates:
+        conn.execute(
+            table.update()
+            .where(
+                table.c.suite_id == suite,
+                table.c.task_id == bindparam("b_task"),
+                table.c.category.is_(None),
             )
+            .values(category=bindparam("b_category")),
+            updates,
+        )
 
 
 def checkpoint_id(conn: Connection, training_run: str, step: int, tokens_seen: int | None) -> str:
@@ -181,9 +195,11 @@ def attempt_values(run_id: str, result: AttemptResult) -> dict[str, Any]:
 def metric_rows(run_id: str, result: AttemptResult) -> list[dict[str, Any]]:
     """The attempt's usage figures that have no column, where not zero."""
     key = {"run_id": run_id, "task_id": result.task_id, "epoch": result.epoch}
-    usage = result.usage.model_dump()
+    usage = result.usage
     return [
-        key | {"key": name, "value": float(usage[name])} for name in METRIC_FIELDS if usage[name]
+        key | {"key": name, "value": float(getattr(usage, name))}
+        for name in METRIC_FIELDS
+        if getattr(usage, name)
     ]
 
 

@@ -9,7 +9,8 @@
   above its own, so entries whose intervals overlap share a rank.
 
 Every interval is 95% unless `level` says otherwise. Bootstraps take a `seed`, so the same
-inputs give the same interval (the gate's decisions must be reproducible).
+inputs give the same interval (the gate's decisions must be reproducible). Bootstraps run in
+numpy (`resample_means`) but draw exactly the resamples the pure-Python version drew.
 
 Not covered here: fetching the numbers (`leaderboard.queries`) or deciding (`leaderboard.gate`).
 """
@@ -21,6 +22,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where a bootstrap needs it: recording runs does not
+    import numpy as np
 
 DEFAULT_RESAMPLES = 2000
 
@@ -71,17 +76,48 @@ def bootstrap_interval(
     n = len(values)
     if n == 0:
         return 0.0, 0.0
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
-    return _percentiles(means, level)
+    import numpy as np
+
+    means = resample_means(np.asarray(values, dtype=float)[:, None], resamples, seed)[:, 0]
+    return _percentiles(np.sort(means), level)
 
 
-def _percentiles(sorted_values: list[float], level: float) -> tuple[float, float]:
+RESAMPLE_CHUNK = 1 << 15  # resample x item cells drawn at a time: small enough to stay in cache
+
+
+def resample_means(columns: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Means of each column of `columns` (items x k) over `resamples` bootstrap resamples of
+    its rows: a (resamples x k) array.
+
+    The resamples are exactly those `random.Random(seed).choices(items, k=n)` would draw, one
+    after another (Python's Mersenne Twister state is handed to numpy's, whose `random_sample`
+    is the same 53-bit draw, and `choices` takes `floor(random() * n)`), so results equal the
+    pure-Python bootstrap's up to floating-point summation order; columns share the draws."""
+    import numpy as np
+
+    n = columns.shape[0]
+    state = random.Random(seed).getstate()[1]
+    generator = np.random.RandomState()
+    generator.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624]))
+    means = np.empty((resamples, columns.shape[1]))
+    per_chunk = max(1, RESAMPLE_CHUNK // n)
+    for start in range(0, resamples, per_chunk):
+        rows = min(per_chunk, resamples - start)
+        draws = generator.random_sample(rows * n)
+        draws *= n
+        picks = draws.astype(np.int64)  # floor: draws are not negative
+        picks += np.repeat(np.arange(rows, dtype=np.int64) * n, n)  # one bin range per resample
+        counts = np.bincount(picks, minlength=rows * n).reshape(rows, n).astype(np.float64)
+        means[start : start + rows] = counts @ columns / n
+    return means
+
+
+def _percentiles(sorted_values: np.ndarray, level: float) -> tuple[float, float]:
     tail = (1 - level) / 2
     last = len(sorted_values) - 1
     low = sorted_values[max(0, math.floor(tail * last))]
     high = sorted_values[min(last, math.ceil((1 - tail) * last))]
-    return low, high
+    return float(low), float(high)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -117,8 +153,11 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    term = total = 1  # C(n, 0); each next binomial coefficient from the last, exactly
+    for i in range(min(b, c)):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return min(1.0, 2 * (total / 2**n))
 
 
 @dataclass(frozen=True)
@@ -140,16 +179,40 @@ def paired_bootstrap(
 ) -> PairedDifference:
     """Mean of (second - first) over pairs, with a percentile bootstrap interval that
     resamples pairs (tasks), keeping each task's two values together."""
-    if len(first) != len(second):
-        raise ValueError(f"paired samples differ in length: {len(first)} and {len(second)}")
-    deltas = [b - a for a, b in zip(first, second, strict=True)]
-    n = len(deltas)
+    return paired_bootstraps({"": (first, second)}, level, resamples, seed)[""]
+
+
+def paired_bootstraps(
+    pairs: dict[str, tuple[Sequence[float], Sequence[float]]],
+    level: float = 0.95,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, PairedDifference]:
+    """`paired_bootstrap` of several measures of the same items (tasks) at once, by name; each
+    result equals `paired_bootstrap` of that measure alone with the same seed."""
+    names = list(pairs)
+    lengths = {len(one) for one, _ in pairs.values()} | {len(two) for _, two in pairs.values()}
+    for one, two in pairs.values():
+        if len(one) != len(two):
+            raise ValueError(f"paired samples differ in length: {len(one)} and {len(two)}")
+    if len(lengths) > 1:
+        raise ValueError(f"measures differ in length: {sorted(lengths)}")
+    if not names:
+        return {}
+    n = lengths.pop()
     if n == 0:
-        return PairedDifference(0, 0.0, 0.0, 0.0)
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(deltas, k=n)) / n for _ in range(resamples))
-    low, high = _percentiles(means, level)
-    return PairedDifference(n, mean(deltas), low, high)
+        return {name: PairedDifference(0, 0.0, 0.0, 0.0) for name in names}
+    import numpy as np
+
+    deltas = np.column_stack(
+        [np.asarray(two, dtype=float) - np.asarray(one, dtype=float) for one, two in pairs.values()]
+    )
+    means = np.sort(resample_means(deltas, resamples, seed), axis=0)
+    found = {}
+    for index, name in enumerate(names):
+        low, high = _percentiles(means[:, index], level)
+        found[name] = PairedDifference(n, float(deltas[:, index].mean()), low, high)
+    return found
 
 
 @dataclass(frozen=True)

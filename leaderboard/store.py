@@ -13,7 +13,8 @@ to the same database:
   UNIQUE(run, task, epoch), so recording the same attempt again changes nothing (the first
   write stands). `delete_attempts` removes attempts to be run again (`--retry-errors`).
 - `finish_run` stores the runner's summary, sets the status (complete or partial) and
-  computes the run's summary rows (`leaderboard.summaries`).
+  computes the run's summary rows (`leaderboard.summaries`); on PostgreSQL it first refreshes
+  the planner's statistics of the attempts and tasks tables (ANALYZE).
 
 SQLite files are opened in WAL mode with a busy timeout and foreign keys on, so concurrent
 writers wait for each other rather than fail; WAL needs a local filesystem (not NFS). Every
@@ -45,9 +46,9 @@ from sqlalchemy.orm import Session
 
 from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
-from leaderboard import rows, summaries
+from leaderboard import bulk, rows, summaries
 from leaderboard.migrate import SchemaOutOfDate, ensure_current
-from leaderboard.schema import AttemptRow, CheckpointRow, RunRow
+from leaderboard.schema import AttemptRow, CheckpointRow, RunRow, TaskRow
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another one before giving up
 CONNECT_TIMEOUT_S = 10  # how long to wait for a PostgreSQL server before giving up
@@ -149,12 +150,13 @@ class SqlStore:
     def record_many(
         self, run_id: str, results: Iterable[AttemptResult], keep_trajectories: bool = False
     ) -> None:
-        """`record` for many attempts in one transaction (imports, bulk loads); with
-        `keep_trajectories` the trajectory files' bytes are stored too."""
+        """`record` for many attempts in one transaction (imports, bulk loads), written in
+        large batches by `leaderboard.bulk` (COPY on PostgreSQL), insert-only like `record`;
+        with `keep_trajectories` the trajectory files' bytes are stored too."""
         folder = self._folder(run_id)
-        attempts, metrics, scores, trajectories = [], [], [], []
-        for result in results:
-            attempts.append(rows.attempt_values(run_id, result))
+        attempts = list(results)
+        metrics, scores, trajectories = [], [], []
+        for result in attempts:
             metrics.extend(rows.metric_rows(run_id, result))
             scores.extend(rows.score_rows(run_id, result))
             found = rows.trajectory_row(run_id, result, folder, keep_trajectories)
@@ -166,7 +168,7 @@ class SqlStore:
                     f"cannot record an attempt of run {run_id!r}: no such run in '{self.url}' "
                     "(start_run it first)"
                 )
-            rows.insert_ignoring(conn, AttemptRow.__table__, attempts)
+            bulk.insert_attempts(conn, run_id, attempts)
             rows.insert_ignoring(conn, rows.METRICS_TABLE, metrics)
             rows.insert_ignoring(conn, rows.SCORES_TABLE, scores)
             rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
@@ -181,6 +183,10 @@ class SqlStore:
             )
             if done.rowcount == 0:
                 raise StoreError(f"cannot finish run {run_id!r}: no such run in '{self.url}'")
+            if conn.dialect.name == "postgresql":
+                # fresh planner statistics after a run's rows landed: with stale ones (a bulk
+                # load) PostgreSQL picks nested loops over the attempts x tasks join (seconds)
+                conn.exec_driver_sql(f"ANALYZE {AttemptRow.__tablename__}, {TaskRow.__tablename__}")
             summaries.refresh(conn, run_id)
 
     def delete_attempts(self, run_id: str, keys: set[str]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import astuple
 
 import pytest
 from hypothesis import given
@@ -145,3 +146,35 @@ def test_pareto_front_points_are_not_dominated(points: list[tuple[float, float]]
     for name, cost, score in named:
         dominated = any(c <= cost and s >= score and (c < cost or s > score) for _, c, s in named)
         assert (name in front) == (not dominated)
+
+
+def _pure_python_paired_bootstrap(
+    first: list[float], second: list[float], resamples: int, seed: int
+) -> tuple[float, float]:
+    """The bootstrap as first written, in pure Python: the reference the numpy one must equal."""
+    import random
+
+    deltas = [b - a for a, b in zip(first, second, strict=True)]
+    n = len(deltas)
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(deltas, k=n)) / n for _ in range(resamples))
+    last = len(means) - 1
+    return means[math.floor(0.025 * last)], means[math.ceil(0.975 * last)]
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=60),
+    st.integers(0, 9),
+)
+def test_numpy_bootstrap_draws_the_pure_python_resamples(
+    pairs: list[tuple[float, float]], seed: int
+) -> None:
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    low, high = _pure_python_paired_bootstrap(first, second, 300, seed)
+    paired = stats.paired_bootstrap(first, second, resamples=300, seed=seed)
+    assert paired.low == pytest.approx(low, abs=1e-12)
+    assert paired.high == pytest.approx(high, abs=1e-12)
+    together = stats.paired_bootstraps({"x": (first, second), "y": (second, first)}, 0.95, 300)
+    alone = stats.paired_bootstrap(first, second, resamples=300)
+    for got, want in zip(astuple(together["x"]), astuple(alone), strict=True):
+        assert got == pytest.approx(want, abs=1e-12)

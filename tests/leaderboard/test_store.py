@@ -400,3 +400,62 @@ def test_eval_scores_land_in_their_own_rows(store: SqlStore) -> None:
     with store._engine.connect() as conn:
         rows = conn.execute(select(AttemptScoreRow.name, AttemptScoreRow.value)).all()
     assert [(row.name, row.value) for row in rows] == [("intent", 0.5)]
+
+
+def test_record_many_in_bulk_matches_the_row_values_and_stays_insert_only(
+    store: SqlStore,
+) -> None:
+    """A batch big enough for the bulk path (COPY on PostgreSQL), with a key written before and
+    a key twice in the batch: every column as `rows.attempt_values` says, first write stands."""
+    from leaderboard import bulk, rows
+
+    store.start_run(make_run())
+    earlier = make_result("task-0000", 0)
+    store.record("run-1", earlier)
+    batch = [
+        make_result(f"task-{i:04d}", i % 2, flags=[f"tell: f{i}.py:1"] if i % 7 == 0 else [])
+        for i in range(bulk.COPY_MIN_ROWS * 3)
+    ]
+    batch[0] = make_result("task-0000", 0, status=Status.RESOLVED, failure=None, error=None)
+    batch.append(make_result("task-0001", 1, turns=99))  # the same key twice in one batch
+
+    store.record_many("run-1", batch)
+
+    originals = {(r.task_id, r.epoch): r for r in reversed(batch[1:])} | {("task-0000", 0): earlier}
+    assert count_attempts(store) == len(originals)
+    columns = [c for c in AttemptRow.__table__.c if c.name != "id"]
+    with store.engine.connect() as conn:
+        stored = {(row.task_id, row.epoch): row for row in conn.execute(select(*columns))}
+    for key, original in originals.items():
+        expected = rows.attempt_values("run-1", original)
+        assert dict(stored[key]._mapping) == expected, key
+    assert stored[("task-0001", 1)].turns == 9  # the first of the two in the batch
+    read = {(r.task_id, r.epoch): r for r in store.attempts("run-1")}
+    assert read[("task-0000", 0)] == earlier
+    assert read[("task-0002", 0)] == originals[("task-0002", 0)]
+
+
+def test_bulk_result_json_keeps_non_finite_floats() -> None:
+    """pydantic would write inf as null (unreadable); the bulk path falls back to json.dumps."""
+    import json
+
+    from leaderboard import bulk
+
+    plain = make_result()
+    assert json.loads(bulk._result_json(plain)) == plain.model_dump(mode="json")
+    odd = make_result(usage=Usage(wait_s=float("inf")))
+    assert json.loads(bulk._result_json(odd))["usage"]["wait_s"] == float("inf")
+
+
+def test_describe_tasks_adds_missing_tasks_and_fills_only_missing_categories(
+    store: SqlStore,
+) -> None:
+    from leaderboard.schema import TaskRow
+
+    store.start_run(make_run())  # its config names no tasks
+    store.describe_tasks("2025.03", {"a": None, "b": "debugging"})
+    store.describe_tasks("2025.03", {"a": "refactor", "b": "new_feature", "c": None})
+    store.describe_tasks("2025.03", {"a": "new_feature"})
+    with store.engine.connect() as conn:
+        found = dict(conn.execute(select(TaskRow.task_id, TaskRow.category)).all())
+    assert found == {"a": "refactor", "b": "debugging", "c": None}
