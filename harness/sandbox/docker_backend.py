@@ -60,10 +60,9 @@ from harness.sandbox.limits import (
     SandboxCgroup,
     describe_bytes,
     detect_layout,
-    mount_workspace_tmpfs,
-    unmount,
 )
 from harness.sandbox.local import SandboxSettings, _big_files, _open, _open_lock, remove_tree
+from harness.sandbox.mounts import mount_workspace_tmpfs, unmount
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import (
     ResourceLimitExceeded,

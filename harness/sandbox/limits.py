@@ -14,8 +14,8 @@ provides the pieces; wiring them into the command line is the caller's job.
   memory and pids controllers for a child (v2 forbids that in a non-root group
   that holds processes itself; then cgroups are reported unavailable).
 - `protect_harness()`: the OOM killer picks the harness last.
-- `mount_workspace_tmpfs()`/`unmount()`: a size-capped tmpfs as the workspace
-  (root only). tmpfs lives in memory, and its pages are charged to the memory
+- The workspace's size is bounded by a tmpfs mount (`mounts.py`, root only).
+  tmpfs lives in memory, and its pages are charged to the memory
   cgroup of the process that wrote them, for as long as the files exist: a
   sandbox's workspace files count against its `memory_bytes` (a writer that
   fills the group is OOM-killed, and the files stay), so give `memory_bytes`
@@ -34,7 +34,6 @@ memory cgroup already bounds (tmpfs inodes are kernel memory charged to it).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import functools
 import os
@@ -46,7 +45,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,10 +53,6 @@ PARENT_NAME = "cursorbench"
 OOM_SCORE_VICTIM = 1000  # the most an OOM killer may want a process
 OOM_SCORE_HARNESS = -900  # low, but not -1000 (which would make it unkillable)
 CLOSE_TIMEOUT_S = 10.0
-WORKSPACE_SOURCE = "cursorbench-workspace"  # the tmpfs "device" name, to recognise our mounts
-MNT_DETACH = 2
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
 
 
 class ResourceLimits(BaseModel):
@@ -525,104 +519,7 @@ def prlimit_argv(limits: ResourceLimits, *, with_cgroup: bool = False) -> list[s
     return [*argv, "--"]
 
 
-# --- the workspace --------------------------------------------------------------------------
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _mount_source(path: Path) -> str | None:
-    """The source of the topmost mount at `path`, or None when nothing is mounted there."""
-    target = str(path.resolve())
-    source = None
-    for line in _read(Path("/proc/self/mountinfo")).splitlines():
-        head, _, tail = line.partition(" - ")
-        fields, tail_fields = head.split(), tail.split()
-        if len(fields) >= 5 and len(tail_fields) >= 2 and _unescape(fields[4]) == target:
-            source = _unescape(tail_fields[1])  # later lines are mounted on top
-    return source
-
-
-def mount_workspace_tmpfs(path: Path, size_bytes: int) -> bool:
-    """Mounts a tmpfs of `size_bytes` on the empty folder `path`; False where not permitted.
-
-    The tmpfs keeps the folder's owner and mode. Writes past the size fail with ENOSPC.
-    """
-    if any(path.iterdir()):
-        raise ValueError(f"{path} is not empty: a mount would hide its files")
-    info = path.stat()
-    options = (
-        f"size={size_bytes},mode={info.st_mode & 0o7777:o},uid={info.st_uid},gid={info.st_gid}"
-    )
-    returned = _libc().mount(
-        WORKSPACE_SOURCE.encode(),
-        str(path).encode(),
-        b"tmpfs",
-        MS_NOSUID | MS_NODEV,
-        options.encode(),
-    )
-    if returned == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.EPERM, errno.EACCES):
-        return False
-    raise OSError(code, f"cannot mount a tmpfs on {path}: {os.strerror(code)}")
-
-
-def unmount(path: Path) -> bool:
-    """Lazily unmounts a workspace tmpfs from `path`; False when none is mounted there.
-
-    Only mounts made by `mount_workspace_tmpfs` are touched. Their files are gone after.
-    """
-    if _mount_source(path) != WORKSPACE_SOURCE:
-        return False
-    if _libc().umount2(str(path).encode(), MNT_DETACH) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"cannot unmount {path}: {os.strerror(code)}")
-    return True
-
-
-class DiskUsage(NamedTuple):
-    used_bytes: int
-    size_bytes: int
-    free_bytes: int  # what an unprivileged writer may still use
-
-
-def disk_usage(path: Path) -> DiskUsage:
-    """How full the file system holding `path` is."""
-    stats = os.statvfs(path)
-    size = stats.f_blocks * stats.f_frsize
-    used = (stats.f_blocks - stats.f_bfree) * stats.f_frsize
-    return DiskUsage(used, size, stats.f_bavail * stats.f_frsize)
-
-
-def disk_full(path: Path) -> bool:
-    """True when the file system holding `path` has no room left for another block."""
-    return disk_usage(path).free_bytes == 0
-
-
 # --- leftovers of processes that were killed ------------------------------------------------
-
-
-def unmount_all_under(root: Path) -> int:
-    """Unmounts every workspace tmpfs at or below `root` (a killed run leaves them mounted);
-    returns how many."""
-    prefix = str(root.resolve())
-    targets = []
-    for line in _read(Path("/proc/self/mountinfo")).splitlines():
-        head, _, tail = line.partition(" - ")
-        fields, tail_fields = head.split(), tail.split()
-        if len(fields) < 5 or len(tail_fields) < 2 or _unescape(tail_fields[1]) != WORKSPACE_SOURCE:
-            continue
-        target = _unescape(fields[4])
-        if target == prefix or target.startswith(prefix + "/"):
-            targets.append(target)
-    count = 0
-    for target in sorted(set(targets), key=len, reverse=True):  # deepest first
-        if _libc().umount2(target.encode(), MNT_DETACH) == 0:
-            count += 1
-    return count
 
 
 def sweep_stale_cgroups() -> int:

@@ -38,11 +38,8 @@ from harness.sandbox.limits import (
     ResourceLimits,
     SandboxCgroup,
     cgroups_available,
-    disk_full,
-    mount_workspace_tmpfs,
-    unmount,
-    unmount_all_under,
 )
+from harness.sandbox.mounts import disk_full, mount_workspace_tmpfs, unmount, unmount_all_under
 from harness.sandbox.process import Completed, run_process
 from harness.sandbox.protocol import ResourceLimitExceeded, SandboxUnavailable
 

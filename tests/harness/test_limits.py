@@ -20,14 +20,11 @@ from harness.sandbox.limits import (
     cgroups_available,
     cgroups_unavailable_reason,
     describe_bytes,
-    disk_full,
-    disk_usage,
     find_layout,
-    mount_workspace_tmpfs,
     oom_victim_argv,
     prlimit_argv,
-    unmount,
 )
+from harness.sandbox.mounts import disk_full, disk_usage, mount_workspace_tmpfs, unmount
 
 MIB = 1 << 20
 needs_cgroups = pytest.mark.skipif(
