@@ -1,0 +1,1 @@
+"""The training pipeline: a consumer of the harness that trains, serves and gates checkpoints."""
