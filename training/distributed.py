@@ -616,7 +616,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not launched_by_torchrun():
         print(
-            "error: launch with torchrun --nproc-per-node N -m training.distributed",
+            "error: not launched by torchrun; run torchrun --nproc-per-node N "
+            "-m training.distributed --config FILE --out DIR",
             file=sys.stderr,
         )
         return 2
