@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,22 +39,18 @@ from training.muon import Muon, parameter_roles
 
 REPO = Path(__file__).resolve().parents[2]
 
-RUN = {
-    "model": {
-        "vocab_size": 97,
-        "d_model": 48,
-        "n_layers": 2,
-        "n_heads": 3,
-        "d_ff": 49,
-        "max_seq_len": 64,
-        "n_mtp_heads": 1,
-        "moe": {"n_experts": 3, "top_k": 2, "d_expert": 24, "every": 2},
-    },
-    "steps": 4,
-    "batch_size": 4,
-    "seq_len": 16,
-    "lr": 0.02,
-}
+CONFIG = REPO / "training" / "configs" / "distributed_check.yaml"
+RUN = yaml.safe_load(CONFIG.read_text())
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """One intra-op thread: the ranks run beside the reference, and on a busy 2-core machine
+    OpenMP's spinning threads made a 20 ms optimizer step take seconds."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def free_port() -> int:
@@ -158,9 +155,22 @@ def test_bad_config_and_missing_torchrun_are_one_line_errors(
     assert not (tmp_path / "out").exists()
 
 
+def muon_paths(config: DistributedRunConfig, world_size: int) -> dict[str, list[str]]:
+    """Which Muon parameters each rank orthogonalizes alone and which go through an owner."""
+    paths: dict[str, list[str]] = {"local": [], "exchanged": []}
+    for role in parameter_roles(Transformer(config.model_settings())):
+        if role.optimizer == "muon":
+            shape = role.param.shape
+            shards = RowShards(None, 0, tuple(chunk_rows(shape[0], world_size)), shape)
+            paths["local" if shards.aligned(role.blocks) else "exchanged"].append(role.name)
+    return paths
+
+
 def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
-    config_file = tmp_path / "run.yaml"
-    config_file.write_text(yaml.safe_dump(RUN))
+    config_file = CONFIG
+    paths = muon_paths(load_run_config(config_file), world_size=2)
+    assert any(name.endswith("ffn.w1") for name in paths["local"])  # experts split 2 + 1
+    assert any(name.endswith("attn.wq.weight") for name in paths["exchanged"])  # 3 heads cut in two
     out = tmp_path / "out"
     started = time.monotonic()
     ranks = launch_ranks(config_file, out, world_size=2)
