@@ -167,37 +167,45 @@ def muon_paths(config: DistributedRunConfig, world_size: int) -> dict[str, list[
 
 
 def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
-    config_file = CONFIG
-    paths = muon_paths(load_run_config(config_file), world_size=2)
+    paths = muon_paths(load_run_config(CONFIG), world_size=2)
     assert any(name.endswith("ffn.w1") for name in paths["local"])  # experts split 2 + 1
-    assert any(name.endswith("attn.wq.weight") for name in paths["exchanged"])  # 3 heads cut in two
-    out = tmp_path / "out"
+    assert any(name.endswith("attn.wq.weight") for name in paths["exchanged"])  # 3 heads cut
+    # Two mesh layouts, run at once: the shipped one (experts split over both ranks) and one
+    # whose expert mesh differs from the dense mesh (experts replicated: ep_replicate = 2).
+    replicated = tmp_path / "experts_replicated.yaml"
+    replicated.write_text(yaml.safe_dump({**RUN, "expert_shard": 1}))
+    layouts = {"experts_split": CONFIG, "experts_replicated": replicated}
     started = time.monotonic()
-    ranks = launch_ranks(config_file, out, world_size=2)
+    ranks = {name: launch_ranks(file, tmp_path / name, 2) for name, file in layouts.items()}
     try:
-        # The reference runs here while the ranks start up.
-        config = load_run_config(config_file)
+        # The reference runs here while the ranks start up; the layout does not change it.
+        config = load_run_config(CONFIG)
         losses, reference = train_single_process(config, world_size=2)
-        logs = [rank.communicate(timeout=120)[0] for rank in ranks]
+        logs = {
+            name: [r.communicate(timeout=180)[0] for r in group] for name, group in ranks.items()
+        }
     finally:
-        for rank in ranks:
-            rank.kill()
-    for rank, log in zip(ranks, logs, strict=True):
-        assert rank.returncode == 0, log[-3000:]
-    print(f"2-rank run and reference: {time.monotonic() - started:.1f} s")
+        for group in ranks.values():
+            for rank in group:
+                rank.kill()
+    for name, group in ranks.items():
+        for rank, log in zip(group, logs[name], strict=True):
+            assert rank.returncode == 0, f"{name}: {log[-3000:]}"
+    print(f"2 x 2 ranks and the reference: {time.monotonic() - started:.1f} s")
 
-    distributed_losses = json.loads((out / "losses.json").read_text())
-    assert distributed_losses == pytest.approx(losses, rel=1e-6)
     assert losses[-1] < losses[0] - 0.5  # it learns the successor table, not just matches
-    checkpoint = latest_checkpoint(out)
-    assert checkpoint is not None and checkpoint.step == RUN["steps"]
-    trained = load_model(checkpoint.path).state_dict()
     torch.manual_seed(config.seed)
     initial = Transformer(config.model_settings()).state_dict()
-    # atol 1e-5 is 1/2000 of one lr step: AdamW divides by sqrt(v), so float-order noise in a
-    # small gradient moves a weight by ~1e-6 here; a wrong shard exchange moves it by ~1e-2.
-    for name, expected in reference.state_dict().items():
-        assert not torch.equal(expected, initial[name]), f"{name} did not train"
-        torch.testing.assert_close(
-            trained[name], expected, rtol=1e-5, atol=1e-5, msg=lambda m, name=name: f"{name}: {m}"
-        )
+    for name in layouts:
+        out = tmp_path / name
+        assert json.loads((out / "losses.json").read_text()) == pytest.approx(losses, rel=1e-6)
+        checkpoint = latest_checkpoint(out)
+        assert checkpoint is not None and checkpoint.step == RUN["steps"]
+        trained = load_model(checkpoint.path).state_dict()
+        # atol 1e-5 is 1/2000 of one lr step: AdamW divides by sqrt(v), so float-order noise in
+        # a small gradient moves a weight by ~1e-6 here; a wrong shard exchange moves it ~1e-2.
+        for key, expected in reference.state_dict().items():
+            assert not torch.equal(expected, initial[key]), f"{key} did not train"
+            torch.testing.assert_close(
+                trained[key], expected, rtol=1e-5, atol=1e-5, msg=lambda m, k=key: f"{k}: {m}"
+            )
