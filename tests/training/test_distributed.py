@@ -2,7 +2,9 @@
 
 The parity test launches two real ranks the way torchrun does (RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT on a free port) running `python -m training.distributed`, and compares their losses
-and final weights with the single-process run that accumulates the same two micro-batches.
+and final weights with the single-process run that accumulates the same two micro-batches,
+for two mesh layouts at once: experts split over both ranks, and experts replicated (an expert
+mesh of shape 2 x 1 beside the 1 x 2 dense mesh).
 The model is chosen so both Muon paths run: experts split unevenly (2 + 1, aligned: local
 Newton-Schulz), 3 heads over 2 ranks and whole matrices (`wo`, SwiGLU, MTP: owner exchange).
 """
