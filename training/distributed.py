@@ -259,11 +259,13 @@ def _exchange(pending: list[_Pending], group: dist.ProcessGroup) -> None:
     owners = assign_owners([math.prod(p.shards.shape) for p in pending], size)
     mine = [i for i, owner in enumerate(owners) if owner == me]
 
-    # Round 1: each rank sends its shard of every parameter to that parameter's owner.
-    send = [pending[i].update.reshape(-1) for d in range(size) for i in _owned(owners, d)]
+    # Round 1: each rank sends its shard of every parameter to that parameter's owner (in
+    # float32, exact for any narrower dtype, so parameters of mixed dtypes share one buffer).
+    device = pending[0].update.device
+    send = [pending[i].update.reshape(-1).float() for d in range(size) for i in _owned(owners, d)]
     send_splits = [sum(pending[i].shards.numel(me) for i in _owned(owners, d)) for d in range(size)]
     recv_splits = [sum(pending[i].shards.numel(s) for i in mine) for s in range(size)]
-    received = _all_to_all(send, send_splits, recv_splits, group)
+    received = _all_to_all(send, send_splits, recv_splits, group, device)
 
     # The owner stitches shards (ordered by source rank = row order) into full parameters.
     pieces: dict[int, list[torch.Tensor]] = {i: [] for i in mine}
@@ -274,17 +276,17 @@ def _exchange(pending: list[_Pending], group: dist.ProcessGroup) -> None:
     results: dict[int, list[torch.Tensor]] = {}
     for i in mine:
         entry = pending[i]
-        full = torch.cat(pieces[i]).reshape(entry.shards.shape)
-        ortho = orthogonalized_update(full, entry.blocks, entry.steps).reshape(-1)
+        full = torch.cat(pieces[i]).reshape(entry.shards.shape).to(entry.update.dtype)
+        ortho = orthogonalized_update(full, entry.blocks, entry.steps).float().reshape(-1)
         results[i] = list(ortho.split([entry.shards.numel(s) for s in range(size)]))
 
     # Round 2: the owner sends each rank its rows of the result.
     back = [results[i][d] for d in range(size) for i in mine]
-    returned = _all_to_all(back, recv_splits, send_splits, group)
+    returned = _all_to_all(back, recv_splits, send_splits, group, device)
     for source, chunk in enumerate(returned.split(send_splits)):
         parts = chunk.split([pending[i].shards.numel(me) for i in _owned(owners, source)])
         for i, part in zip(_owned(owners, source), parts, strict=True):
-            pending[i].result = part.reshape(pending[i].update.shape)
+            pending[i].result = part.reshape(pending[i].update.shape).to(pending[i].update.dtype)
 
 
 def _owned(owners: list[int], rank: int) -> list[int]:
@@ -296,8 +298,9 @@ def _all_to_all(
     send_splits: list[int],
     recv_splits: list[int],
     group: dist.ProcessGroup,
+    device: torch.device,
 ) -> torch.Tensor:
-    send = torch.cat(chunks) if chunks else torch.empty(0)
+    send = torch.cat(chunks) if chunks else torch.empty(0, device=device)
     received = send.new_empty(sum(recv_splits))
     dist.all_to_all_single(received, send, recv_splits, send_splits, group=group)
     return received
