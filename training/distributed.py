@@ -345,32 +345,30 @@ class ShardedMuon(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        # Every parameter in every group, so one exchange per process group covers the step.
-        updates: list[tuple[torch.Tensor, dict[str, Any], torch.Tensor]] = []
-        by_group: dict[dist.ProcessGroup, list[_Pending]] = {}
-        pending_of: dict[int, _Pending] = {}
+        # Pass 1: momentum on every shard; parameters whose shards hold whole blocks are
+        # orthogonalized right away, the others wait for their process group's exchange.
+        plans: list[tuple[torch.Tensor, dict[str, Any], torch.Tensor | _Pending]] = []
+        exchanges: dict[dist.ProcessGroup, list[_Pending]] = {}
         for group in self.param_groups:
+            blocks, steps = group["blocks"], group["ns_steps"]
             for param in group["params"]:
                 if param.grad is None:
                     continue
                 update = self._momentum_update(param, group)
                 shards = row_shards(param)
-                blocks = group["blocks"]
                 if shards.group is None or shards.aligned(blocks):
-                    ortho = self._local_update(update, shards, blocks, group["ns_steps"])
-                    updates.append((param, group, ortho))
-                    continue
-                entry = _Pending(shards, blocks, group["ns_steps"], update)
-                by_group.setdefault(shards.group, []).append(entry)
-                pending_of[id(param)] = entry
-                updates.append((param, group, update))  # replaced by the exchange's result
-        for process_group, entries in by_group.items():
+                    plans.append((param, group, self._local_update(update, shards, blocks, steps)))
+                else:
+                    entry = _Pending(shards, blocks, steps, update)
+                    exchanges.setdefault(shards.group, []).append(entry)
+                    plans.append((param, group, entry))
+        # Pass 2: one pair of all-to-alls per process group covers all its waiting parameters.
+        for process_group, entries in exchanges.items():
             _exchange(entries, process_group)
-        for param, group, ortho in updates:
-            entry = pending_of.get(id(param))
-            if entry is not None:
-                assert entry.result is not None
-                ortho = entry.result
+        # Pass 3: decoupled weight decay and the orthogonalized step, on the local shard.
+        for param, group, planned in plans:
+            ortho = planned.result if isinstance(planned, _Pending) else planned
+            assert ortho is not None
             shard = local(param)
             shard.mul_(1 - group["lr"] * group["weight_decay"])
             shard.add_(ortho.to(shard.dtype), alpha=-group["lr"])
