@@ -59,6 +59,7 @@ from training.model import (
     next_token_loss,
     rope_base_for_length,
 )
+from training.muon import build_optimizers
 from training.tokenizer import CodeTokenizer
 
 
@@ -260,19 +261,13 @@ def stage_data(config: StageConfig, tokenizer: CodeTokenizer, position: DataPosi
 
 
 def build_stage_optimizers(model: Transformer, config: StageConfig) -> list[torch.optim.Optimizer]:
-    if config.optimizer == "muon":
-        try:
-            from training.muon import build_optimizers  # type: ignore[attr-defined]
-        except ImportError as error:
-            raise StageError("optimizer 'muon' is not available in training.muon yet") from error
-        return list(build_optimizers(model, lr=config.lr, weight_decay=config.weight_decay))
-    matrices = [p for p in model.parameters() if p.ndim >= 2]
-    others = [p for p in model.parameters() if p.ndim < 2]
-    groups = [
-        {"params": matrices, "weight_decay": config.weight_decay},
-        {"params": others, "weight_decay": 0.0},
-    ]
-    return [torch.optim.AdamW(groups, lr=config.lr, betas=(0.9, 0.95))]
+    """Muon for hidden matrices (per head, per expert) and AdamW for the rest, or AdamW alone."""
+    return build_optimizers(
+        model,
+        lr=config.lr,
+        weight_decay=config.weight_decay,
+        use_muon=config.optimizer == "muon",
+    )
 
 
 def lr_multiplier(step: int, config: StageConfig) -> float:
