@@ -244,8 +244,9 @@ def stage_data(config: StageConfig, tokenizer: CodeTokenizer, position: DataPosi
         run_dir = reference_trajectories(folder / "sft" / label, data.tasks)
     conversations = load_conversations(run_dir, data.only_resolved)
     heldout_part = [c for c in conversations if is_held_out(c.source, data.held_out_fraction)]
+    if not heldout_part:  # few attempts: hold out the last (a single one is both)
+        heldout_part = conversations[-1:]
     train_part = [c for c in conversations if c not in heldout_part] or conversations
-    heldout_part = heldout_part or conversations[-1:]
     ids, mask = sft_stream(tokenizer, train_part)
     held_ids, held_mask = sft_stream(tokenizer, heldout_part)
     train = PackedBatches(
