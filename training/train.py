@@ -301,16 +301,18 @@ def batch_loss(
 def evaluate_loss(
     model: Transformer, batches: list[Batch], device: str | torch.device = "cpu"
 ) -> float:
-    """Mean next-token loss (masked where the batches say) over `batches`."""
+    """Mean next-token loss per counted target (masked where the batches say) over `batches`."""
     was_training = model.training
     model.eval()
-    losses = []
+    total, count = 0.0, 0
     for batch in batches:
         tokens = batch.tokens.to(device)
         mask = None if batch.loss_mask is None else batch.loss_mask.to(device)
-        losses.append(float(next_token_loss(model(tokens[:, :-1]).logits, tokens[:, 1:], mask)))
+        mean = float(next_token_loss(model(tokens[:, :-1]).logits, tokens[:, 1:], mask))
+        counted = tokens[:, 1:].numel() if mask is None else int(mask.sum())
+        total, count = total + mean * counted, count + counted
     model.train(was_training)
-    return sum(losses) / len(losses)
+    return total / max(count, 1)
 
 
 # --- the loop -----------------------------------------------------------------------------
