@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -348,6 +349,8 @@ def _run(
     log: Callable[[str], None],
 ) -> Checkpoint:
     device = torch.device(config.device)
+    for torn in out_dir.glob(".step-*.tmp-*"):  # staging folders of a killed writer
+        shutil.rmtree(torn, ignore_errors=True)
     resume = latest_checkpoint(out_dir)
     if resume is not None and resume.step >= config.steps:
         log(f"[{config.name}] already finished at step {resume.step}: {resume.path}")

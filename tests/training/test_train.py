@@ -143,6 +143,7 @@ def test_a_stage_killed_mid_run_resumes_to_the_uninterrupted_result(
     assert f"resuming from step-{killed_at.step:08d}" in log
     final = latest_checkpoint(out)
     assert final is not None and final.step == 60
+    assert not list(out.glob(".step-*"))  # no staging folder of the killed writer is left
     steps = [step for step, _ in final.state["losses"]]
     assert steps == list(range(1, 61))  # one unbroken loss trajectory across the kill
     assert final.state["losses"][: killed_at.step] == killed_at.state["losses"]
