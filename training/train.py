@@ -227,7 +227,12 @@ class StageData:
     heldout: list[Batch]
 
 
-def stage_data(config: StageConfig, tokenizer: CodeTokenizer, position: DataPosition) -> StageData:
+def stage_data(
+    config: StageConfig,
+    tokenizer: CodeTokenizer,
+    position: DataPosition,
+    log: Callable[[str], None] = lambda _: None,
+) -> StageData:
     data = config.data
     if isinstance(data, PretrainData):
         streams = corpus_streams(data.corpus, tokenizer)
@@ -242,8 +247,10 @@ def stage_data(config: StageConfig, tokenizer: CodeTokenizer, position: DataPosi
     if run_dir is None:
         folder = data.cache_dir or cache_dir(CorpusConfig())
         label = "-".join(data.tasks).replace("*", "all").replace("/", "_")
+        log(f"[{config.name}] the reference solver's trajectories on {data.tasks} (made once)")
         run_dir = reference_trajectories(folder / "sft" / label, data.tasks)
     conversations = load_conversations(run_dir, data.only_resolved)
+    log(f"[{config.name}] {len(conversations)} conversations from {run_dir}")
     heldout_part = [c for c in conversations if is_held_out(c.source, data.held_out_fraction)]
     if not heldout_part:  # few attempts: hold out the last (a single one is both)
         heldout_part = conversations[-1:]
@@ -378,7 +385,7 @@ def _run(
             optimizer.load_state_dict(state)
         torch.set_rng_state(saved["rng"])
         log(f"[{config.name}] resuming from {resume.path.name} (step {step})")
-    data = stage_data(config, start.tokenizer, position)
+    data = stage_data(config, start.tokenizer, position, log)
     tokenizer_text = start.tokenizer.inner.to_str()
     eval_every = config.eval_every or config.checkpoint_every
     tokens_per_step = config.batch_size * config.seq_len
