@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from training.checkpoint import (
     Checkpoint,
+    CheckpointError,
     is_complete,
     latest_checkpoint,
     load_model,
@@ -492,7 +493,7 @@ def stage_main(kind: StageKind, argv: list[str] | None = None) -> int:
             raise StageError(f"{args.config}: no out_dir; give --out DIR")
         check_stage_kind(config, kind)
         final = run_stage(config, out_dir)
-    except (StageError, ValidationError) as error:
+    except (StageError, ValidationError, CheckpointError) as error:
         print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
