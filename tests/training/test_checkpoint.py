@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,16 @@ from training.checkpoint import (
     save_checkpoint,
 )
 from training.model import ModelConfig, MoEConfig, Transformer
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    """Toy-sized ops: one thread is faster, and far faster on a shared, busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 CONFIG = ModelConfig(
     vocab_size=40,
@@ -134,7 +145,11 @@ WRITER = textwrap.dedent(
 @pytest.mark.parametrize("pause_at", ["weights", "before_marker"])
 def test_a_killed_writer_leaves_no_complete_checkpoint(tmp_path: Path, pause_at: str) -> None:
     script = WRITER.format(config=CONFIG.to_dict())
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "OMP_NUM_THREADS": "1",
+    }
     writer = subprocess.Popen(
         [sys.executable, "-c", script, str(tmp_path), pause_at],
         stdout=subprocess.PIPE,
