@@ -223,14 +223,18 @@ def grade_mutants(task: PreparedTask, patch: str, backend: SandboxBackend, scrat
     try:
         for name, files in variants(check, task.workspace).items():
             runs[name] = run_variant(task, backend, scratch / name, files, change, test_paths)
-            if name == ORIGINAL and _control_problem(name, runs[name], check.min_tests):
-                break  # the rest cannot change the verdict
+            minimum = check.min_tests if name == ORIGINAL else 1
+            if name in (ORIGINAL, EQUIVALENT) and _control_problem(name, runs[name], minimum):
+                break  # a control failed: the mutants cannot change the verdict
     except PatchRejected as error:
         return {"failure": Failure.PATCH_REJECTED, "error": str(error), "dropped": dropped}
     except ResourceLimitExceeded as error:
         return {"failure": Failure.RESOURCE_LIMIT, "error": str(error), "dropped": dropped}
     if len(runs) < len(check.mutants) + 2:
         problem = _control_problem(ORIGINAL, runs[ORIGINAL], check.min_tests)
+        if problem is None:
+            rewritten = "equivalent (rewritten, same behaviour)"
+            problem = _control_problem(rewritten, runs[EQUIVALENT], 1)
         tests = dict(_outcomes(runs[ORIGINAL]) or {})
         return {
             "failure": Failure.TESTS_FAILED, "error": problem, "dropped": dropped,
