@@ -104,3 +104,50 @@ def test_the_reference_answer_comes_from_the_facts_and_the_workspace(tmp_path: P
     data = json.loads(reference_answer(CHECK, tmp_path))
     assert data["location"] == {"file": "pkg/mod.py", "start_line": 3, "end_line": 3}
     assert judge_answers(CHECK, json.dumps(data), {"location": (3, 3)}).resolved
+
+
+def test_red_team_answer_task_through_grading(tmp_path: Path) -> None:
+    """A built review task over textkit: the reference answer resolves; a shotgun location,
+    a link to the answer and a change elsewhere do not; no sandbox is opened."""
+    from cursorbench import answer
+    from cursorbench.loader import bundled_suite
+    from cursorbench.task import Task
+    from cursorbench.workspace import build
+    from harness.grading import grade
+
+    textkit = bundled_suite() / "repos" / "textkit"
+    task = Task.model_validate(
+        {
+            "id": "textkit-review", "suite_version": "test", "category": "code_review",
+            "prompt": "Review textkit/slug.py and write review.json.",
+            "source": {"kind": "folder", "path": str(textkit)},
+            "mutation": {"kind": "bug_injection", "operations": [
+                {"op": "replace_text", "file": "textkit/slug.py", "old": "n = 2", "new": "n = 1"}]},
+            "verification": {"kind": "answer", "answer_file": "review.json", "facts": [
+                {"kind": "location", "key": "location", "file": "textkit/slug.py",
+                 "anchor": "    n = 1\n"},
+                {"kind": "text", "key": "function", "accept": ["unique_slug"]}]},
+        }
+    ).model_copy(update={"path": tmp_path / "task.yaml"})  # fmt: skip
+    built = build(task, tmp_path / "cache", scan=False)
+    prepared = built.prepared()
+
+    class NoSandboxes:  # a test double: grading an answer must never open a sandbox
+        name, confined = "none", True
+
+        def open(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("an answer is graded from the patch text alone")
+
+    def graded(files: dict[str, str | None], name: str):
+        patch = answer.patch_for(built.workspace, files, tmp_path / name)
+        return grade(prepared, patch, NoSandboxes(), tmp_path / f"{name}-grade")  # type: ignore[arg-type]
+
+    reference = graded(answer.reference_tree(built), "ref")
+    assert reference.resolved and reference.scores["answer"].value == 1.0
+    shotgun = {"location": {"file": "textkit/slug.py", "start_line": 1, "end_line": 200},
+               "function": "unique_slug"}  # fmt: skip
+    report = graded({"review.json": json.dumps(shotgun)}, "shotgun")
+    assert not report.resolved and report.tests["answer:location"] is TestOutcome.FAILED
+    assert not graded({"textkit/slug.py": "n = 2\n"}, "elsewhere").resolved
+    stub = graded(answer.stub_tree(built), "stub")
+    assert not stub.resolved
