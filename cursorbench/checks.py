@@ -146,6 +146,12 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
 
 def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Derived:
     task = built.task
+    if isinstance(task.verification, MutantsVerification | AnswerVerification):
+        kind = task.verification.kind
+        return Derived(
+            fail_to_pass=[], pass_to_pass=[], spilled=[], stable=0, runtime_s=0.0,
+            problems=[f"a {kind} task lists no FAIL_TO_PASS tests: nothing to derive"],
+        )  # fmt: skip
     problems: list[str] = []
     runs = pristine_runs(built, sandboxes, scratch)
     for number, run in enumerate(runs, start=1):

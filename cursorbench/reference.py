@@ -48,7 +48,8 @@ def visible_test_args(built: BuiltTask, written: list[str]) -> list[str]:
     if isinstance(check, MutantsVerification):
         globs = [glob_regex(pattern) for pattern in check.test_files]
         return [path for path in written if any(g.fullmatch(path) for g in globs)]
-    return list(check.test_args)
+    hidden = set(check.hidden_tests)
+    return [arg for arg in check.test_args if arg not in hidden]  # hidden files are not there
 
 
 class ReferenceSolver:
