@@ -166,7 +166,7 @@ def grade(
     if isinstance(task.verification, AnswerVerification):
         return grade_answer(task, patch, started)
     if isinstance(task.verification, MutantsVerification):
-        fields = mutants.grade_mutants(task, patch, backend, scratch)
+        fields = mutants.grade_mutants(task, patch, backend, scratch, rng or random.Random())
         report = GradeReport(**({"resolved": False, "failure": None} | fields))
         report.duration_s = time.monotonic() - started
         return report

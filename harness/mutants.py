@@ -16,13 +16,16 @@
 3. `judge_mutants` turns the runs into a verdict: a pure function. Resolved when
    both controls pass and at least `min_kill_share` of the mutants are killed.
 
-Not covered: tests that recognise the mutants' exact changes by introspection
-(they would have to know the hidden mutants, which the agent never sees).
+Not covered: tests that fingerprint the code modulo this rewrite (reading the
+source, normalising the rewrite away, comparing the rest); the unused local's name
+is random per grading, which raises the cost but cannot close the class. Static
+checks would be the next step, as flags are for package code.
 """
 
 from __future__ import annotations
 
 import ast
+import random
 import shutil
 import time
 from pathlib import Path
@@ -42,7 +45,6 @@ from harness.spec import MutantsVerification, PreparedTask
 
 ORIGINAL, EQUIVALENT = "original", "equivalent"
 MUTATION_SCORE = "mutation_score"
-UNUSED_LOCAL = "_cursorbench_equivalent_"
 NEVER_CROSSES = ["**/conftest.py"]
 
 
@@ -78,6 +80,9 @@ def apply_mutant(text: str, old: str, new: str) -> str:
 class _AddUnusedLocal(ast.NodeTransformer):
     """Each function's body starts (after its docstring) with an unused assignment."""
 
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         self.generic_visit(node)
         first = node.body[0] if node.body else None
@@ -86,7 +91,7 @@ class _AddUnusedLocal(ast.NodeTransformer):
             and isinstance(first.value, ast.Constant)
             and isinstance(first.value.value, str)
         )
-        assign = ast.Assign(targets=[ast.Name(UNUSED_LOCAL, ast.Store())], value=ast.Constant(0))
+        assign = ast.Assign(targets=[ast.Name(self.name, ast.Store())], value=ast.Constant(0))
         node.body.insert(1 if has_doc else 0, assign)
         return node
 
@@ -94,19 +99,26 @@ class _AddUnusedLocal(ast.NodeTransformer):
     visit_AsyncFunctionDef = _visit_function
 
 
-def equivalent_source(text: str) -> str:
+def unused_name(rng: random.Random) -> str:
+    return "_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10))
+
+
+def equivalent_source(text: str, local: str = "_unused") -> str:
     """The same module, behaving the same, with different text and bytecode."""
-    tree = _AddUnusedLocal().visit(ast.parse(text))
+    tree = _AddUnusedLocal(local).visit(ast.parse(text))
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def variants(check: MutantsVerification, workspace: Path) -> dict[str, dict[str, str]]:
+def variants(
+    check: MutantsVerification, workspace: Path, rng: random.Random
+) -> dict[str, dict[str, str]]:
     """Files laid over the workspace per variant (read from the trusted prepared workspace)."""
+    local = unused_name(rng)
     files = sorted({mutant.file for mutant in check.mutants})
     texts = {path: (workspace / path).read_text(encoding="utf-8") for path in files}
     found: dict[str, dict[str, str]] = {
         ORIGINAL: {},
-        EQUIVALENT: {path: equivalent_source(text) for path, text in texts.items()},
+        EQUIVALENT: {path: equivalent_source(text, local) for path, text in texts.items()},
     }
     for mutant in check.mutants:
         found[mutant.id] = {mutant.file: apply_mutant(texts[mutant.file], mutant.old, mutant.new)}
@@ -207,7 +219,9 @@ def judge_mutants(
     return True, None, tests, score, None
 
 
-def grade_mutants(task: PreparedTask, patch: str, backend: SandboxBackend, scratch: Path) -> dict:
+def grade_mutants(
+    task: PreparedTask, patch: str, backend: SandboxBackend, scratch: Path, rng: random.Random
+) -> dict:
     """Runs every variant; the fields of a `GradeReport` (see `harness.grading.grade`)."""
     check = task.verification
     assert isinstance(check, MutantsVerification)
@@ -221,7 +235,7 @@ def grade_mutants(task: PreparedTask, patch: str, backend: SandboxBackend, scrat
         return {"failure": Failure.TESTS_FAILED, "error": error, "dropped": dropped}
     runs: dict[str, Completed] = {}
     try:
-        for name, files in variants(check, task.workspace).items():
+        for name, files in variants(check, task.workspace, rng).items():
             runs[name] = run_variant(task, backend, scratch / name, files, change, test_paths)
             minimum = check.min_tests if name == ORIGINAL else 1
             if name in (ORIGINAL, EQUIVALENT) and _control_problem(name, runs[name], minimum):
