@@ -97,6 +97,15 @@ def reference_patch(built: BuiltTask, scratch: Path) -> str:
     return built.reference_patch
 
 
+def reference_changed_lines(built: BuiltTask) -> int:
+    """The size of the reference solution: for an answer task its answer file (the reverse
+    of its mutation is not what the agent writes)."""
+    check = built.task.verification
+    if isinstance(check, AnswerVerification):
+        return len(answers.reference_answer(check, built.workspace).splitlines())
+    return changed_lines(built.reference_patch)
+
+
 def stub_tree(built: BuiltTask) -> dict[str, str | None]:
     """The reference's files, stubbed: the same shape as `BuiltTask.solution_tree()`. For an
     answer task: the answer file with every key and no knowledge."""

@@ -198,7 +198,7 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
     task = built.task
     record = TaskValidation(
         id=task.id, category=task.category.value, package=package_label(built),
-        changed_lines=answer.changed_lines(built.reference_patch), prompt_chars=len(task.prompt),
+        changed_lines=answer.reference_changed_lines(built), prompt_chars=len(task.prompt),
     )  # fmt: skip
     sandboxes = backend_for(built, backend)
     root = cache_home() / "validate"

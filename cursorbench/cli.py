@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.exceptions import TyperException
 
-from cursorbench.answer import changed_lines
+from cursorbench.answer import reference_changed_lines
 from cursorbench.api import prepare, stop_local_work
 from cursorbench.checks import backend_for, derive_tests, validate_full
 from cursorbench.cli_leaderboard import register as register_leaderboard
@@ -445,7 +445,7 @@ def tasks_stats(
                 id=task.id,
                 package=package,
                 category=task.category.value,
-                changed_lines=changed_lines(built.reference_patch),
+                changed_lines=reference_changed_lines(built),
                 prompt_chars=len(task.prompt),
                 fail_to_pass=len(getattr(task.verification, "fail_to_pass", [])),
                 pass_to_pass=len(getattr(task.verification, "pass_to_pass", [])),
