@@ -7,6 +7,9 @@
   holds removed lines replaced by `raise NotImplementedError`: every name exists,
   nothing works. A task whose tests pass on the stub does not test the feature.
 - `changed_lines(patch)`: lines added plus lines removed by a patch.
+- `reference_tree(built)` / `reference_patch(built, scratch)`: what the reference solution
+  writes: the reverse of the mutation, or for an answer task the answer file made from
+  its facts (the reverse of a mutation answers no question).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import shutil
 from pathlib import Path
 
 from cursorbench.workspace import BuiltTask
+from harness import answers
 from harness.sandbox.baseline import Baseline
+from harness.spec import AnswerVerification
 
 
 def changed_lines(patch: str) -> int:
@@ -78,8 +83,35 @@ def stub_source(text: str, lines: set[int]) -> str:
     return "".join(source)
 
 
+def reference_tree(built: BuiltTask) -> dict[str, str | None]:
+    """Files the reference solution writes (None: deletes), relative to the workspace."""
+    check = built.task.verification
+    if isinstance(check, AnswerVerification):
+        return {check.answer_file: answers.reference_answer(check, built.workspace)}
+    return built.solution_tree()
+
+
+def reference_patch(built: BuiltTask, scratch: Path) -> str:
+    if isinstance(built.task.verification, AnswerVerification):
+        return patch_for(built.workspace, reference_tree(built), scratch)
+    return built.reference_patch
+
+
+def reference_changed_lines(built: BuiltTask) -> int:
+    """The size of the reference solution: for an answer task its answer file (the reverse
+    of its mutation is not what the agent writes)."""
+    check = built.task.verification
+    if isinstance(check, AnswerVerification):
+        return len(answers.reference_answer(check, built.workspace).splitlines())
+    return changed_lines(built.reference_patch)
+
+
 def stub_tree(built: BuiltTask) -> dict[str, str | None]:
-    """The reference's files, stubbed: the same shape as `BuiltTask.solution_tree()`."""
+    """The reference's files, stubbed: the same shape as `BuiltTask.solution_tree()`. For an
+    answer task: the answer file with every key and no knowledge."""
+    check = built.task.verification
+    if isinstance(check, AnswerVerification):
+        return {check.answer_file: answers.stub_answer(check)}
     removed = removed_lines(built)
     stubbed: dict[str, str | None] = {}
     for path, text in built.solution_tree().items():

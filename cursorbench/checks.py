@@ -15,6 +15,13 @@
    build), the package not importable without the workspace, and imported from it.
 
 `derive_tests` does steps 1-2 only and gives the lists a task file should carry.
+
+Tasks graded without FAIL_TO_PASS lists (`mutants`, `answer`) skip steps 1, 2 and 4:
+their reference (for `answer`, the file made from the facts) must resolve twice, the
+untouched workspace and the stub must not (`graded_only_problems`); for `mutants`,
+every mutant must be killed by the reference tests. A `docs` task's doctest items
+may fail on the broken tree without counting as spill, and its removed lines are
+docstrings, which coverage does not count.
 """
 
 from __future__ import annotations
@@ -39,10 +46,12 @@ from cursorbench.workspace import (
     scan_hidden_paths,
     tree_digest,
 )
+from harness import answers
 from harness.grading import PYTEST_ENV, grade, pytest_config
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
+from harness.spec import AnswerVerification, DocsVerification, MutantsVerification
 
 PRISTINE_RUNS = 3
 MIN_FAIL_TO_PASS = 5
@@ -137,6 +146,12 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
 
 def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Derived:
     task = built.task
+    if isinstance(task.verification, MutantsVerification | AnswerVerification):
+        kind = task.verification.kind
+        return Derived(
+            fail_to_pass=[], pass_to_pass=[], spilled=[], stable=0, runtime_s=0.0,
+            problems=[f"a {kind} task lists no FAIL_TO_PASS tests: nothing to derive"],
+        )  # fmt: skip
     problems: list[str] = []
     runs = pristine_runs(built, sandboxes, scratch)
     for number, run in enumerate(runs, start=1):
@@ -158,6 +173,8 @@ def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> 
     failing = [t for t in stable if broken.outcomes.get(t) is not TestOutcome.PASSED]
     passing = [t for t in stable if broken.outcomes.get(t) is TestOutcome.PASSED]
     hidden = set(task.verification.hidden_tests)
+    if isinstance(task.verification, DocsVerification):  # its doctests fail by design
+        hidden.add(task.verification.documented_file)
     spilled = [t for t in failing if t.split("::")[0] not in hidden]
     visible_stable = [t for t in stable if t.split("::")[0] not in hidden]
     if len(failing) < MIN_FAIL_TO_PASS:
@@ -181,11 +198,18 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
     task = built.task
     record = TaskValidation(
         id=task.id, category=task.category.value, package=package_label(built),
-        changed_lines=answer.changed_lines(built.reference_patch), prompt_chars=len(task.prompt),
+        changed_lines=answer.reference_changed_lines(built), prompt_chars=len(task.prompt),
     )  # fmt: skip
     sandboxes = backend_for(built, backend)
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
+    if isinstance(task.verification, MutantsVerification | AnswerVerification):
+        with tempfile.TemporaryDirectory(dir=root) as folder:
+            problems = _leak_problems(built)
+            problems += graded_only_problems(built, sandboxes, Path(folder), record)
+        record.problems, record.valid = problems, not problems
+        record.duration_s = round(time.monotonic() - started, 1)
+        return record
     with tempfile.TemporaryDirectory(dir=root) as folder:
         scratch = Path(folder)
         problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
@@ -199,7 +223,8 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
         problems += _grading_problems(built, sandboxes, scratch, record)
         record.coverage = coverage_share(built, sandboxes, scratch)
         if record.coverage is None:
-            problems.append("coverage of the removed lines could not be measured")
+            if not isinstance(task.verification, DocsVerification):  # docstrings: no statements
+                problems.append("coverage of the removed lines could not be measured")
         elif record.coverage < MIN_COVERAGE:
             problems.append(f"the hidden tests execute only {record.coverage:.0%} of removed lines")
     record.problems = problems
@@ -244,6 +269,53 @@ def _grading_problems(
     if stub.resolved:
         problems.append("a stub raising NotImplementedError resolves the task")
     return problems
+
+
+def graded_only_problems(
+    built: BuiltTask, sandboxes: SandboxBackend, scratch: Path, record: TaskValidation
+) -> list[str]:
+    """Reference resolves (twice, the same way), untouched and stub do not."""
+    check = built.task.verification
+    prepared = built.prepared()
+    problems = _answer_file_problems(built) if isinstance(check, AnswerVerification) else []
+    if problems:
+        return problems
+    reference = answer.reference_patch(built, scratch / "ref-tree")
+    runs = [grade(prepared, reference, sandboxes, scratch / "ref") for _ in range(2)]
+    record.reference_resolved = all(run.resolved for run in runs)
+    for number, run in enumerate(runs, start=1):
+        if not run.resolved:
+            problems.append(f"run {number}: reference solution not resolved: {run.error}")
+        survivors = sorted(k for k, o in run.tests.items() if k.startswith("mutant:") and
+                           o is not TestOutcome.PASSED)  # fmt: skip
+        if survivors:
+            problems.append(f"run {number}: mutants the reference tests do not kill: {survivors}")
+    if runs[0].tests != runs[1].tests:
+        problems.append("the reference's outcomes differ between two runs")
+    record.fail_to_pass = len(runs[0].tests)
+    record.test_runtime_s = round(sum(run.duration_s for run in runs) / 2, 2)
+    untouched = grade(prepared, "", sandboxes, scratch / "base")
+    record.untouched_resolved = untouched.resolved
+    if untouched.resolved:
+        problems.append("the untouched workspace resolves the task")
+    stub_patch = answer.patch_for(built.workspace, answer.stub_tree(built), scratch / "stub-tree")
+    stub = grade(prepared, stub_patch, sandboxes, scratch / "stub")
+    record.stub_resolved = stub.resolved
+    if stub.resolved:
+        problems.append("a stub (no knowledge) resolves the task")
+    return problems
+
+
+def _answer_file_problems(built: BuiltTask) -> list[str]:
+    check = built.task.verification
+    assert isinstance(check, AnswerVerification)
+    if (built.workspace / check.answer_file).exists():
+        return [f"the answer file {check.answer_file} already exists in the workspace"]
+    try:
+        answers.truths(check, built.workspace)
+    except ValueError as error:
+        return [str(error)]
+    return []
 
 
 def _leak_problems(built: BuiltTask) -> list[str]:

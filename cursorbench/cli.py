@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.exceptions import TyperException
 
-from cursorbench.answer import changed_lines
+from cursorbench.answer import reference_changed_lines
 from cursorbench.api import prepare, stop_local_work
 from cursorbench.checks import backend_for, derive_tests, validate_full
 from cursorbench.cli_leaderboard import register as register_leaderboard
@@ -303,8 +303,8 @@ def tasks_list(tasks: TasksOption = None, suite: SuiteOption = None) -> None:
             task.category.value,
             task.suite_version,
             str(len(task.prompt)),
-            str(len(check.fail_to_pass)),
-            str(len(check.pass_to_pass)),
+            str(len(getattr(check, "fail_to_pass", []))),  # mutants/answer tasks list none
+            str(len(getattr(check, "pass_to_pass", []))),
         )
     console.print(table)
     _print_problems(problems)
@@ -445,10 +445,10 @@ def tasks_stats(
                 id=task.id,
                 package=package,
                 category=task.category.value,
-                changed_lines=changed_lines(built.reference_patch),
+                changed_lines=reference_changed_lines(built),
                 prompt_chars=len(task.prompt),
-                fail_to_pass=len(task.verification.fail_to_pass),
-                pass_to_pass=len(task.verification.pass_to_pass),
+                fail_to_pass=len(getattr(task.verification, "fail_to_pass", [])),
+                pass_to_pass=len(getattr(task.verification, "pass_to_pass", [])),
                 coverage=record.coverage if record else None,
                 test_runtime_s=record.test_runtime_s if record else None,
                 validated=record.valid if record else None,

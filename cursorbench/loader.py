@@ -13,6 +13,7 @@ from cursorbench.task import Task
 from harness.errors import CursorBenchError
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
+VERIFICATION_TAGS = ("pytest", "docs", "mutants", "answer")
 
 
 class TaskFileError(CursorBenchError, ValueError):
@@ -22,7 +23,10 @@ class TaskFileError(CursorBenchError, ValueError):
 def _describe(error: ValidationError) -> str:
     problems = error.errors()
     first = problems[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    loc = list(first["loc"])
+    if loc[:1] == ["verification"] and loc[1:2] and loc[1] in VERIFICATION_TAGS:
+        del loc[1]  # the union's tag (pydantic names it): the file never spells it
+    where = ".".join(str(part) for part in loc) or "(top level)"
     more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
     return f"{where}: {first['msg']}{more}"
 

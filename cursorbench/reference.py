@@ -13,24 +13,43 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from cursorbench.answer import reference_tree
 from cursorbench.workspace import BuiltTask
 from harness.openai_server import RawReply, Reply, error_reply, first_user_message, step_index
+from harness.patch import glob_regex
+from harness.spec import AnswerVerification, MutantsVerification
 
 REFERENCE_SOLVER = "reference-solver"
 
 
 def reference_steps(built: BuiltTask) -> list[Reply]:
     steps = [Reply(content="Looking at the workspace.", tool_calls=[("list_dir", {"path": "."})])]
-    for path, text in built.solution_tree().items():
+    tree = reference_tree(built)
+    for path, text in tree.items():
         if text is None:
             steps.append(Reply(tool_calls=[("run", {"command": shlex.join(["rm", "-f", path])})]))
         else:
             steps.append(Reply(tool_calls=[("write_file", {"path": path, "content": text})]))
-    test_command = shlex.join(["python", "-m", "pytest", "-q", *built.task.verification.test_args])
-    steps.append(Reply(tool_calls=[("run", {"command": test_command})]))
+    test_args = visible_test_args(built, list(tree))
+    if test_args:
+        test_command = shlex.join(["python", "-m", "pytest", "-q", *test_args])
+        steps.append(Reply(tool_calls=[("run", {"command": test_command})]))
     summary = f"Applied the reference solution of {built.task.id}."
     steps.append(Reply(content=summary, tool_calls=[("finish", {"summary": summary})]))
     return steps
+
+
+def visible_test_args(built: BuiltTask, written: list[str]) -> list[str]:
+    """What the solver runs to check its work: the task's tests, the test files it wrote
+    for a testing task, nothing for an answer."""
+    check = built.task.verification
+    if isinstance(check, AnswerVerification):
+        return []
+    if isinstance(check, MutantsVerification):
+        globs = [glob_regex(pattern) for pattern in check.test_files]
+        return [path for path in written if any(g.fullmatch(path) for g in globs)]
+    hidden = set(check.hidden_tests)
+    return [arg for arg in check.test_args if arg not in hidden]  # hidden files are not there
 
 
 class ReferenceSolver:

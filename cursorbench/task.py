@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.spec import Limits, Verification
+from harness.spec import Limits, TaskVerification
 
 TASK_FORMAT_VERSION = 1
 
@@ -97,7 +97,7 @@ class Task(Spec):
     # for an older pytest): part of the original, so never part of the answer.
     setup: list[Operation] = Field(default_factory=list)
     mutation: Mutation
-    verification: Verification
+    verification: TaskVerification
     limits: Limits = Field(default_factory=Limits)
     behaviour_checks: list[str] = Field(default_factory=list)
 

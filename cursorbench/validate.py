@@ -11,10 +11,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from cursorbench import answer
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.grading import grade
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
+from harness.spec import Verification
 
 
 def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
@@ -26,6 +28,17 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     problems: list[str] = []
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
+    if not isinstance(check, Verification):  # graded without FAIL_TO_PASS lists
+        with tempfile.TemporaryDirectory(dir=root) as scratch:
+            reference = answer.reference_patch(built, Path(scratch) / "ref-tree")
+            for run in range(repeat):
+                solved = grade(prepared, reference, sandboxes, Path(scratch) / "ref")
+                unsolved = grade(prepared, "", sandboxes, Path(scratch) / "base")
+                if not solved.resolved:
+                    problems.append(f"run {run + 1}: reference solution: {solved.error}")
+                if unsolved.resolved:
+                    problems.append(f"run {run + 1}: the untouched workspace resolves the task")
+        return problems
     with tempfile.TemporaryDirectory(dir=root) as scratch:
         for run in range(repeat):
             solved = grade(prepared, built.reference_patch, sandboxes, Path(scratch) / "ref")

@@ -30,7 +30,7 @@ from harness.sandbox import (
 from harness.sandbox.baseline import diff_stats
 from harness.sandbox.local import remove_tree
 from harness.scoring import MAX_STATE_FILE_CHARS, FinalState, score_checks, touched_paths
-from harness.spec import BehaviourVerification, PreparedTask, behaviour_part, pytest_part
+from harness.spec import BehaviourVerification, PreparedTask, behaviour_part, graded_by_run
 from harness.trajectory import Trajectory, read_trajectory
 
 
@@ -148,8 +148,8 @@ def _attempt(
 def _pytest_verdict(
     task: PreparedTask, patch: str, env: AttemptEnvironment, scratch: Path, trajectory: Trajectory
 ) -> dict | None:
-    """The result fields pytest decides, or None when the task runs no tests."""
-    if pytest_part(task.verification) is None:
+    """The result fields grading decides, or None for a behaviour-only task."""
+    if not graded_by_run(task.verification):
         return None
     if not patch.strip():
         return _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
@@ -215,6 +215,8 @@ def _failed(failure: Failure, message: str) -> dict:
 
 def _graded(report: GradeReport) -> dict:
     fields: dict = {"tests": report.tests}
+    if report.scores:
+        fields["scores"] = report.scores
     if report.resolved:
         return fields | {"status": Status.RESOLVED}
     assert report.failure is not None

@@ -14,6 +14,12 @@
    but one well-formed document counts as no report).
 5. `judge` turns the report into a verdict: a pure function.
 
+Other kinds: `docs` adds to the pytest run a check that each named function's
+docstring example calls it (`doctests.py`, on the module's text read through the
+sandbox); `mutants` runs the agent's tests against hidden mutants (`mutants.py`);
+`answer` reads the answer file from the patch text and checks it against the
+task's facts (`answers.py`): no sandbox, nothing of the agent's runs.
+
 Not prevented: code under test shares pytest's process, so it can patch
 pytest's reporting or inspect the calling test. The canaries detect that: a
 canary that passes fails the attempt with `grader_tampering`.
@@ -30,13 +36,26 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import canaries
+from harness import answers, canaries, doctests, mutants
 from harness.junit import ReportError, junit_key, outcomes_for, parse_junit_report
 from harness.patch import GradingChange, PatchFormatError, glob_regex, grading_change
-from harness.results import Failure, TestOutcome
+from harness.results import Failure, Score, TestOutcome
 from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
-from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
-from harness.spec import PreparedTask, Verification, pytest_part
+from harness.sandbox.protocol import (
+    PatchRejected,
+    ResourceLimitExceeded,
+    Sandbox,
+    SandboxBackend,
+    SandboxError,
+)
+from harness.spec import (
+    AnswerVerification,
+    DocsVerification,
+    MutantsVerification,
+    PreparedTask,
+    Verification,
+    pytest_part,
+)
 
 EMPTY_CONFIG = ".cursorbench-pytest.ini"
 PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no plugin loads unless the config asks
@@ -52,6 +71,7 @@ class GradeReport:
     output: str = ""
     canaries_passed: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # parts of the change grading ignored
+    scores: dict[str, Score] = field(default_factory=dict)  # e.g. the mutation score
 
 
 def pytest_config(root: Path) -> str | None:
@@ -143,6 +163,13 @@ def grade(
     rng: random.Random | None = None,
 ) -> GradeReport:
     started = time.monotonic()
+    if isinstance(task.verification, AnswerVerification):
+        return grade_answer(task, patch, started)
+    if isinstance(task.verification, MutantsVerification):
+        fields = mutants.grade_mutants(task, patch, backend, scratch, rng or random.Random())
+        report = GradeReport(**({"resolved": False, "failure": None} | fields))
+        report.duration_s = time.monotonic() - started
+        return report
     rng = rng or random.Random()
     check = tests_of(task)
     try:
@@ -159,6 +186,7 @@ def grade(
         argv = pytest_argv(check.test_args, sandbox.root, f"{sandbox.root}/{config}")
         timeout = task.limits.test_timeout_s
         done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        documented = _documented_text(check, sandbox)
     except PatchRejected as error:
         return _early(Failure.PATCH_REJECTED, str(error), change, started)
     except ResourceLimitExceeded as error:
@@ -167,9 +195,38 @@ def grade(
         sandbox.close()
         shutil.rmtree(overlay, ignore_errors=True)
     report = judge(check, done, planted, task.limits.test_timeout_s)
+    if isinstance(check, DocsVerification):
+        report = doctests.judge_docs(check, report, documented)
     report.duration_s = time.monotonic() - started
     report.dropped = change.dropped_protected + change.dropped_links
     return report
+
+
+def _documented_text(check: Verification, sandbox: Sandbox) -> str | None:
+    """A docs task's module as the change left it, read inside the sandbox."""
+    if not isinstance(check, DocsVerification):
+        return None
+    try:
+        text = sandbox.read(check.documented_file)
+    except SandboxError:
+        return None
+    return text if len(text) <= doctests.MAX_MODULE_CHARS else None
+
+
+def grade_answer(task: PreparedTask, patch: str, started: float) -> GradeReport:
+    """An answer file taken from the patch text, judged against the task's facts."""
+    check = task.verification
+    assert isinstance(check, AnswerVerification)
+    try:
+        text: str | None = answers.answer_text(patch, check.answer_file)
+        problem = None
+    except answers.AnswerFileError as error:
+        text, problem = None, str(error)
+    verdict = answers.judge_answers(check, text, answers.truths(check, task.workspace))
+    return GradeReport(
+        verdict.resolved, verdict.failure, verdict.tests, problem or verdict.error,
+        time.monotonic() - started, scores={answers.ANSWER_SCORE: verdict.score},
+    )  # fmt: skip
 
 
 def _early(failure: Failure, error: str, change: GradingChange, started: float) -> GradeReport:

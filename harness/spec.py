@@ -99,12 +99,145 @@ def _verification_kind(value: Any) -> str:
     return str(getattr(value, "kind", "pytest"))
 
 
+class DocsVerification(Verification):
+    """pytest (the module's doctests among the tests) plus a structural check: each named
+    function's docstring has an example that calls it (`harness/doctests.py`)."""
+
+    kind: Literal["docs"] = "docs"  # type: ignore[assignment]
+    documented_file: str = Field(min_length=1, description="The module whose API is documented.")
+    documented: list[str] = Field(
+        min_length=1, description="Functions (`name` or `Class.method`) that need an example."
+    )
+
+
+class Mutant(Frozen):
+    """One hidden mutant: `old` replaced by `new` (exactly one occurrence) in `file`."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    file: str = Field(min_length=1)
+    old: str = Field(min_length=1)
+    new: str
+
+
+class MutantsVerification(Frozen):
+    """The agent writes tests; graded by the hidden mutants they kill (`harness/mutants.py`).
+
+    Only the agent's test files cross into grading; they must pass on the workspace's own
+    code and on a behaviour-preserving rewrite of it, and fail on at least
+    `min_kill_share` of the mutants."""
+
+    kind: Literal["mutants"] = "mutants"
+    test_files: list[str] = Field(
+        default_factory=lambda: ["tests/**/test_*.py"],
+        description="Globs of the test files the agent writes; nothing else of the change is used.",
+    )
+    mutants: list[Mutant] = Field(min_length=1)
+    min_kill_share: float = Field(default=0.8, gt=0, le=1)
+    min_tests: int = Field(default=3, ge=1, description="Agent tests that must pass unmutated.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> MutantsVerification:
+        ids = [mutant.id for mutant in self.mutants]
+        if len(ids) != len(set(ids)):
+            raise ValueError("mutant ids must be unique")
+        return self
+
+    @property
+    def hidden_tests(self) -> list[str]:
+        return []  # the deleted tests are the reference answer, not hidden tests
+
+    @property
+    def protected_paths(self) -> list[str]:
+        return list(DEFAULT_PROTECTED_PATHS)
+
+
+class TextFact(Frozen):
+    """A name or value, compared after normalising case, quotes, spaces and a trailing `()`."""
+
+    kind: Literal["text"] = "text"
+    key: str = Field(min_length=1)
+    accept: list[str] = Field(min_length=1, description="Right answers; the first is canonical.")
+
+
+class NumberFact(Frozen):
+    kind: Literal["number"] = "number"
+    key: str = Field(min_length=1)
+    value: float
+    tolerance: float = Field(default=0.0, ge=0)
+
+
+class NamesFact(Frozen):
+    """A set of names: the answer's list must hold exactly these (order free)."""
+
+    kind: Literal["names"] = "names"
+    key: str = Field(min_length=1)
+    names: list[str] = Field(min_length=1)
+
+
+class LocationFact(Frozen):
+    """Where something is: `anchor` occurs once in `file` of the prepared workspace; the
+    answer's line range must be at most `max_span` lines and meet the anchor's lines
+    widened by `slack`."""
+
+    kind: Literal["location"] = "location"
+    key: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+    anchor: str = Field(min_length=1)
+    slack: int = Field(default=2, ge=0)
+    max_span: int = Field(default=8, ge=1)
+
+
+Fact = Annotated[TextFact | NumberFact | NamesFact | LocationFact, Field(discriminator="kind")]
+
+
+class AnswerVerification(Frozen):
+    """The agent writes a JSON answer file; graded against facts the task knows
+    (`harness/answers.py`). No code of the agent's runs."""
+
+    kind: Literal["answer"] = "answer"
+    answer_file: str = Field(min_length=1, description="Workspace-relative JSON file to write.")
+    facts: list[Fact] = Field(min_length=1)
+    min_score: float = Field(default=1.0, gt=0, le=1, description="Share of facts to get right.")
+
+    @model_validator(mode="after")
+    def _unique_keys(self) -> AnswerVerification:
+        keys = [fact.key for fact in self.facts]
+        if len(keys) != len(set(keys)):
+            raise ValueError("fact keys must be unique")
+        return self
+
+    @property
+    def hidden_tests(self) -> list[str]:
+        return []
+
+    @property
+    def protected_paths(self) -> list[str]:
+        return []
+
+
+TaskVerification = Annotated[
+    Annotated[Verification, Tag("pytest")]
+    | Annotated[DocsVerification, Tag("docs")]
+    | Annotated[MutantsVerification, Tag("mutants")]
+    | Annotated[AnswerVerification, Tag("answer")],
+    Discriminator(_verification_kind),
+]
+"""What a task file may name: pytest (the default), docs, mutants or answer."""
+
 AnyVerification = Annotated[
     Annotated[Verification, Tag("pytest")]
+    | Annotated[DocsVerification, Tag("docs")]
+    | Annotated[MutantsVerification, Tag("mutants")]
+    | Annotated[AnswerVerification, Tag("answer")]
     | Annotated[BehaviourVerification, Tag("behaviour")]
     | Annotated[BothVerification, Tag("both")],
     Discriminator(_verification_kind),
 ]
+
+
+def graded_by_run(verification: AnyVerification) -> bool:
+    """Whether `harness.grading.grade` decides the verdict (every kind but behaviour)."""
+    return not isinstance(verification, BehaviourVerification)
 
 
 def pytest_part(verification: AnyVerification) -> Verification | None:

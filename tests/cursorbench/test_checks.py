@@ -16,7 +16,7 @@ from cursorbench.workspace import build
 from harness.sandbox import choose_backend
 from tests.cursorbench.sdists import tiny_task
 
-V1_SAMPLE = ["boltons-mathutils", "jinja2-nativetypes"]
+V1_SAMPLE = ["boltons-mathutils", "jinja2-nativetypes", "jinja2-sandbox-review"]
 
 
 @pytest.mark.slow

@@ -49,3 +49,33 @@ def test_task_behaviour_checks_add_scores_next_to_tests() -> None:
     both = with_behaviour_checks(tests, ["code_quality"])
     assert isinstance(both, BothVerification)
     assert [check.grader for check in both.behaviour.checks] == ["code_quality"]
+
+
+def test_the_graded_kinds_a_task_file_may_name() -> None:
+    from harness.spec import (
+        AnswerVerification,
+        DocsVerification,
+        MutantsVerification,
+        TaskVerification,
+        graded_by_run,
+    )
+
+    task_parse = TypeAdapter(TaskVerification).validate_python
+    docs = task_parse({"kind": "docs", **TESTS, "documented_file": "m.py", "documented": ["f"]})
+    assert isinstance(docs, DocsVerification) and pytest_part(docs) is docs
+    mutant = {"id": "m1", "file": "m.py", "old": "<", "new": "<="}
+    mutants = task_parse({"kind": "mutants", "mutants": [mutant]})
+    assert isinstance(mutants, MutantsVerification) and mutants.hidden_tests == []
+    answer = task_parse(
+        {"kind": "answer", "answer_file": "a.json", "facts": [{"kind": "number", "key": "n",
+                                                              "value": 3}]}
+    )  # fmt: skip
+    assert isinstance(answer, AnswerVerification) and pytest_part(answer) is None
+    assert all(graded_by_run(check) for check in (docs, mutants, answer))
+    assert not graded_by_run(PARSE({"kind": "behaviour", **CHECKS}))
+    with pytest.raises(ValidationError):  # a task's tests are graded: no behaviour-only kind
+        task_parse({"kind": "behaviour", **CHECKS})
+    with pytest.raises(ValidationError, match="unique"):
+        task_parse({"kind": "mutants", "mutants": [mutant, mutant]})
+    with pytest.raises(ValidationError):
+        task_parse({"kind": "answer", "answer_file": "a.json", "facts": [{"kind": "guess"}]})

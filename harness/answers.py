@@ -1,0 +1,215 @@
+"""Grading an answer file (code review, understanding) against facts the task knows.
+
+The agent writes one JSON object to the task's `answer_file`; nothing of its code
+runs. The file's text is taken from the patch itself (a new file's added lines:
+pure text work, no tree is read), and `judge_answers` compares it with the facts:
+a pure function. Each fact is one pseudo-test `answer:KEY` in the report.
+
+What guessing cannot do: a location must be a narrow range (`max_span` lines) that
+meets the defect's lines, so naming every line fails; a set of names must be exactly
+the set, so listing every name fails; a value is one value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.patch import PatchFormatError, split_patch
+from harness.results import Failure, Score, TestOutcome
+from harness.spec import AnswerVerification, LocationFact, NamesFact, NumberFact, TextFact
+
+MAX_ANSWER_CHARS = 64 * 1024
+ANSWER_SCORE = "answer"
+
+
+class AnswerFileError(ValueError):
+    """The answer file is missing or unreadable (one line, for the agent's record)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    resolved: bool
+    failure: Failure | None
+    tests: dict[str, TestOutcome]
+    score: Score
+    error: str | None
+
+
+def answer_text(patch: str, answer_file: str) -> str:
+    """The text of `answer_file` as the change creates it (a new regular file)."""
+    try:
+        changes = [c for c in split_patch(patch) if c.path == answer_file]
+    except PatchFormatError as error:
+        raise AnswerFileError(f"unreadable change: {error}") from None
+    if not changes:
+        raise AnswerFileError(f"no {answer_file} in the change")
+    change = changes[0]
+    if change.deleted or change.new_mode not in ("100644", "100755"):
+        raise AnswerFileError(f"{answer_file} is not a new regular file")
+    lines: list[str] = []
+    in_hunk = False
+    for line in change.text.split("\n"):
+        if line.startswith("@@"):
+            in_hunk = True
+        elif line.startswith("GIT binary patch") or line.startswith("Binary files"):
+            raise AnswerFileError(f"{answer_file} is binary")
+        elif in_hunk and line.startswith("+"):
+            lines.append(line[1:])
+        elif in_hunk and line.startswith(("-", " ")):
+            raise AnswerFileError(f"{answer_file} must be a new file, not an edit")
+    text = "\n".join(lines)
+    if len(text) > MAX_ANSWER_CHARS:
+        raise AnswerFileError(f"{answer_file} is over {MAX_ANSWER_CHARS} characters")
+    return text
+
+
+def anchor_lines(workspace: Path, fact: LocationFact) -> tuple[int, int]:
+    """The 1-based first and last line of the fact's anchor in the prepared workspace."""
+    path = workspace / fact.file
+    if not path.is_file():
+        raise ValueError(f"location fact {fact.key}: no file {fact.file}")
+    text = path.read_text(encoding="utf-8")
+    count = text.count(fact.anchor)
+    if count != 1:
+        raise ValueError(f"location fact {fact.key}: anchor occurs {count} times in {fact.file}")
+    start = text[: text.index(fact.anchor)].count("\n") + 1
+    return start, start + fact.anchor.rstrip("\n").count("\n")
+
+
+def truths(check: AnswerVerification, workspace: Path) -> dict[str, tuple[int, int]]:
+    """Each location fact's anchor lines, read from the trusted prepared workspace."""
+    return {
+        fact.key: anchor_lines(workspace, fact)
+        for fact in check.facts
+        if isinstance(fact, LocationFact)
+    }
+
+
+def normal(value: Any) -> str:
+    """Case, surrounding quotes and backticks, spaces and a trailing `()` do not matter."""
+    text = re.sub(r"\s+", " ", str(value)).strip().strip("`'\"").strip()
+    return text.removesuffix("()").casefold()
+
+
+def _path(value: Any) -> str:
+    return str(value).strip().removeprefix("./").replace("\\", "/")
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def location_problem(fact: LocationFact, lines: tuple[int, int], given: Any) -> str | None:
+    if not isinstance(given, dict):
+        return "expected an object with file, start_line and end_line"
+    start, end = _int(given.get("start_line")), _int(given.get("end_line"))
+    if _path(given.get("file", "")) != fact.file:
+        return f"wrong file {str(given.get('file'))[:80]!r}"
+    if start is None or end is None or start < 1 or end < start:
+        return "start_line and end_line must be line numbers, start first"
+    if end - start + 1 > fact.max_span:
+        return f"the range spans {end - start + 1} lines (at most {fact.max_span})"
+    low, high = lines[0] - fact.slack, lines[1] + fact.slack
+    if end < low or start > high:
+        return f"lines {start}-{end} miss the place"
+    return None
+
+
+def fact_problem(fact: Any, given: Any, lines: tuple[int, int] | None) -> str | None:
+    """Why the given answer to one fact is wrong; None when it is right."""
+    if given is None:
+        return "no answer"
+    if isinstance(fact, TextFact):
+        if isinstance(given, dict | list):
+            return "expected one value"
+        return None if normal(given) in {normal(a) for a in fact.accept} else "wrong"
+    if isinstance(fact, NumberFact):
+        try:
+            number = float(given) if not isinstance(given, bool) else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None:
+            return "expected a number"
+        return None if abs(number - fact.value) <= fact.tolerance else "wrong"
+    if isinstance(fact, NamesFact):
+        if not isinstance(given, list) or not all(isinstance(x, str) for x in given):
+            return "expected a list of names"
+        wanted, named = {normal(n) for n in fact.names}, {normal(n) for n in given}
+        missing, extra = len(wanted - named), len(named - wanted)
+        return None if not (missing or extra) else f"{missing} missing, {extra} not right"
+    assert isinstance(fact, LocationFact) and lines is not None
+    return location_problem(fact, lines, given)
+
+
+def judge_answers(
+    check: AnswerVerification, text: str | None, lines: dict[str, tuple[int, int]]
+) -> Verdict:
+    """The verdict on an answer file's text (None: absent or unreadable): pure."""
+    data: dict[str, Any] = {}
+    error = None
+    if text is None:
+        error = f"no readable {check.answer_file}"
+    else:
+        try:
+            loaded = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            loaded = None
+        if isinstance(loaded, dict):
+            data = loaded
+        else:
+            error = f"{check.answer_file} is not a JSON object"
+    tests: dict[str, TestOutcome] = {}
+    reasons: list[str] = []
+    for fact in check.facts:
+        problem = fact_problem(fact, data.get(fact.key), lines.get(fact.key))
+        tests[f"answer:{fact.key}"] = TestOutcome.FAILED if problem else TestOutcome.PASSED
+        if problem:
+            reasons.append(f"{fact.key}: {problem}")
+    value = sum(o is TestOutcome.PASSED for o in tests.values()) / len(tests)
+    resolved = value >= check.min_score - 1e-9
+    if not resolved and error is None:
+        error = f"{len(reasons)} of {len(tests)} answers wrong: " + "; ".join(reasons)[:300]
+    failure = None if resolved else Failure.TESTS_FAILED
+    return Verdict(resolved, failure, tests, Score(value=value, reasons=reasons), error)
+
+
+def reference_answer(check: AnswerVerification, workspace: Path) -> str:
+    """The right answer file, made from the facts (the task's reference solution)."""
+    lines = truths(check, workspace)
+    data: dict[str, Any] = {}
+    for fact in check.facts:
+        if isinstance(fact, TextFact):
+            data[fact.key] = fact.accept[0]
+        elif isinstance(fact, NumberFact):
+            data[fact.key] = int(fact.value) if fact.value.is_integer() else fact.value
+        elif isinstance(fact, NamesFact):
+            data[fact.key] = list(fact.names)
+        else:
+            start, end = lines[fact.key]
+            data[fact.key] = {"file": fact.file, "start_line": start, "end_line": end}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def stub_answer(check: AnswerVerification) -> str:
+    """Every key present, no knowledge: what a validation stub writes."""
+    data: dict[str, Any] = {}
+    for fact in check.facts:
+        if isinstance(fact, LocationFact):
+            data[fact.key] = {"file": fact.file, "start_line": 1, "end_line": 1}
+        elif isinstance(fact, NamesFact):
+            data[fact.key] = []
+        elif isinstance(fact, NumberFact):
+            data[fact.key] = 0
+        else:
+            data[fact.key] = "unknown"
+    return json.dumps(data, indent=2) + "\n"

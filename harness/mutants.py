@@ -1,0 +1,263 @@
+"""Grading a testing task: the agent's tests against hidden mutants of the code.
+
+1. Only the agent's test files cross (`agent_change`: the task's `test_files` globs,
+   never a conftest, never a link out of the workspace); the rest of the change is
+   dropped and listed. The code under test is always the task's own.
+2. Each variant of the code runs the agent's tests in a fresh sandbox, the variant's
+   files laid over the prepared workspace as trusted content, the change applied
+   inside, pytest run read-only with its JUnit report through the pipe (the grading
+   run of `harness/grading.py`):
+   - `original`: the workspace's code; every test must pass, at least `min_tests`;
+   - `equivalent`: the mutated files rewritten without changing behaviour (the AST
+     printed back, each function given an unused local), so tests that fingerprint
+     the source text or its bytecode instead of its behaviour fail here;
+   - one per mutant: killed when any test fails or errors, the run times out, or
+     it writes no report.
+3. `judge_mutants` turns the runs into a verdict: a pure function. Resolved when
+   both controls pass and at least `min_kill_share` of the mutants are killed.
+
+Not covered: tests that fingerprint the code modulo this rewrite (reading the
+source, normalising the rewrite away, comparing the rest); the unused local's name
+is random per grading, which raises the cost but cannot close the class. Static
+checks would be the next step, as flags are for package code.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import shutil
+import time
+from pathlib import Path
+
+from harness.junit import ReportError, parse_junit_report
+from harness.patch import (
+    PatchFormatError,
+    glob_regex,
+    is_protected,
+    link_leaves_workspace,
+    split_patch,
+)
+from harness.results import Failure, Score, TestOutcome
+from harness.sandbox.process import Completed
+from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
+from harness.spec import MutantsVerification, PreparedTask
+
+ORIGINAL, EQUIVALENT = "original", "equivalent"
+MUTATION_SCORE = "mutation_score"
+NEVER_CROSSES = ["**/conftest.py"]
+
+
+def agent_change(patch: str, check: MutantsVerification) -> tuple[str, list[str], list[str]]:
+    """(the patch of the agent's test files, the test files it leaves, what was dropped)."""
+    allowed = [glob_regex(pattern) for pattern in check.test_files]
+    kept: list[str] = []
+    tests: list[str] = []
+    dropped: list[str] = []
+    for change in split_patch(patch):
+        target = change.link_target
+        if (
+            not any(regex.fullmatch(change.path) for regex in allowed)
+            or is_protected(change.path, NEVER_CROSSES, set())
+            or change.new_mode == "120000"
+            or (target is not None and link_leaves_workspace(change.path, target))
+        ):
+            dropped.append(change.path)
+            continue
+        kept.append(change.text)
+        if not change.deleted and change.path.endswith(".py"):
+            tests.append(change.path)
+    return "".join(kept), sorted(tests), dropped
+
+
+def apply_mutant(text: str, old: str, new: str) -> str:
+    count = text.count(old)
+    if count != 1:
+        raise ValueError(f"mutant text occurs {count} times, not once")
+    return text.replace(old, new)
+
+
+class _AddUnusedLocal(ast.NodeTransformer):
+    """Each function's body starts (after its docstring) with an unused assignment."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
+        self.generic_visit(node)
+        first = node.body[0] if node.body else None
+        has_doc = (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        )
+        assign = ast.Assign(targets=[ast.Name(self.name, ast.Store())], value=ast.Constant(0))
+        node.body.insert(1 if has_doc else 0, assign)
+        return node
+
+    visit_FunctionDef = _visit_function
+    visit_AsyncFunctionDef = _visit_function
+
+
+def unused_name(rng: random.Random) -> str:
+    return "_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10))
+
+
+def equivalent_source(text: str, local: str = "_unused") -> str:
+    """The same module, behaving the same, with different text and bytecode."""
+    tree = _AddUnusedLocal(local).visit(ast.parse(text))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def variants(
+    check: MutantsVerification, workspace: Path, rng: random.Random
+) -> dict[str, dict[str, str]]:
+    """Files laid over the workspace per variant (read from the trusted prepared workspace)."""
+    local = unused_name(rng)
+    files = sorted({mutant.file for mutant in check.mutants})
+    texts = {path: (workspace / path).read_text(encoding="utf-8") for path in files}
+    found: dict[str, dict[str, str]] = {
+        ORIGINAL: {},
+        EQUIVALENT: {path: equivalent_source(text, local) for path, text in texts.items()},
+    }
+    for mutant in check.mutants:
+        found[mutant.id] = {mutant.file: apply_mutant(texts[mutant.file], mutant.old, mutant.new)}
+    return found
+
+
+def run_variant(
+    task: PreparedTask,
+    backend: SandboxBackend,
+    scratch: Path,
+    files: dict[str, str],
+    patch: str,
+    test_paths: list[str],
+) -> Completed:
+    from harness.grading import EMPTY_CONFIG, PYTEST_ENV, pytest_argv, pytest_config
+
+    shutil.rmtree(scratch, ignore_errors=True)
+    overlay = scratch / "overlay"
+    overlay.mkdir(parents=True)
+    for path, text in files.items():
+        (overlay / path).parent.mkdir(parents=True, exist_ok=True)
+        (overlay / path).write_text(text, encoding="utf-8")
+    config = pytest_config(task.workspace)
+    if config is None:
+        (overlay / EMPTY_CONFIG).write_text("[pytest]\n")
+    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
+    try:
+        sandbox.apply_patch(patch)
+        argv = pytest_argv(test_paths, sandbox.root, f"{sandbox.root}/{config or EMPTY_CONFIG}")
+        timeout = task.limits.test_timeout_s
+        return sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+    finally:
+        sandbox.close()
+        shutil.rmtree(overlay, ignore_errors=True)
+
+
+def _outcomes(done: Completed) -> dict[str, TestOutcome] | None:
+    """Outcome per `classname::name`, or None when there is no readable report."""
+    try:
+        report = parse_junit_report(done.report or b"")
+    except ReportError:
+        return None
+    if not report:
+        return None
+    return {f"{classname}::{name}": outcome for (classname, name), outcome in report.items()}
+
+
+def _control_problem(label: str, done: Completed, minimum: int) -> str | None:
+    outcomes = _outcomes(done)
+    if done.timed_out:
+        return f"the tests ran past the time limit on the {label} code"
+    if outcomes is None:
+        return f"the tests wrote no readable report on the {label} code"
+    bad = [name for name, o in outcomes.items() if o in (TestOutcome.FAILED, TestOutcome.ERROR)]
+    if bad:
+        return f"{len(bad)} tests fail on the {label} code, e.g. {bad[0]}"
+    passed = sum(o is TestOutcome.PASSED for o in outcomes.values())
+    if passed < minimum:
+        return f"only {passed} tests pass on the {label} code (need {minimum})"
+    return None
+
+
+def killed(done: Completed) -> bool:
+    if done.timed_out:
+        return True
+    outcomes = _outcomes(done)
+    if outcomes is None:
+        return True
+    return any(o in (TestOutcome.FAILED, TestOutcome.ERROR) for o in outcomes.values())
+
+
+def judge_mutants(
+    check: MutantsVerification, runs: dict[str, Completed]
+) -> tuple[bool, Failure | None, dict[str, TestOutcome], Score, str | None]:
+    """(resolved, failure, outcomes, mutation score, error) from the variants' runs: pure.
+
+    Outcomes hold the agent's tests on the original code and one `mutant:ID` per mutant
+    (passed: killed)."""
+    tests: dict[str, TestOutcome] = dict(_outcomes(runs[ORIGINAL]) or {})
+    survivors = []
+    for mutant in check.mutants:
+        dead = killed(runs[mutant.id])
+        tests[f"mutant:{mutant.id}"] = TestOutcome.PASSED if dead else TestOutcome.FAILED
+        if not dead:
+            survivors.append(mutant.id)
+    share = 1 - len(survivors) / len(check.mutants)
+    reasons = [f"mutant {name} survived" for name in survivors]
+    problem = _control_problem("original", runs[ORIGINAL], check.min_tests)
+    rewritten = "equivalent (rewritten, same behaviour)"
+    problem = problem or _control_problem(rewritten, runs[EQUIVALENT], 1)
+    if problem is not None:
+        score = Score(value=0.0, reasons=[problem, *reasons])
+        return False, Failure.TESTS_FAILED, tests, score, problem
+    score = Score(value=share, reasons=reasons)
+    if share + 1e-9 < check.min_kill_share:
+        error = f"the tests kill {share:.0%} of the mutants (need {check.min_kill_share:.0%})"
+        return False, Failure.TESTS_FAILED, tests, score, error
+    return True, None, tests, score, None
+
+
+def grade_mutants(
+    task: PreparedTask, patch: str, backend: SandboxBackend, scratch: Path, rng: random.Random
+) -> dict:
+    """Runs every variant; the fields of a `GradeReport` (see `harness.grading.grade`)."""
+    check = task.verification
+    assert isinstance(check, MutantsVerification)
+    started = time.monotonic()
+    try:
+        change, test_paths, dropped = agent_change(patch, check)
+    except PatchFormatError as error:
+        return {"failure": Failure.PATCH_REJECTED, "error": f"unreadable change: {error}"}
+    if not test_paths:
+        error = "the change adds no test file matching " + ", ".join(check.test_files)
+        return {"failure": Failure.TESTS_FAILED, "error": error, "dropped": dropped}
+    runs: dict[str, Completed] = {}
+    try:
+        for name, files in variants(check, task.workspace, rng).items():
+            runs[name] = run_variant(task, backend, scratch / name, files, change, test_paths)
+            minimum = check.min_tests if name == ORIGINAL else 1
+            if name in (ORIGINAL, EQUIVALENT) and _control_problem(name, runs[name], minimum):
+                break  # a control failed: the mutants cannot change the verdict
+    except PatchRejected as error:
+        return {"failure": Failure.PATCH_REJECTED, "error": str(error), "dropped": dropped}
+    except ResourceLimitExceeded as error:
+        return {"failure": Failure.RESOURCE_LIMIT, "error": str(error), "dropped": dropped}
+    if len(runs) < len(check.mutants) + 2:
+        problem = _control_problem(ORIGINAL, runs[ORIGINAL], check.min_tests)
+        if problem is None:
+            rewritten = "equivalent (rewritten, same behaviour)"
+            problem = _control_problem(rewritten, runs[EQUIVALENT], 1)
+        tests = dict(_outcomes(runs[ORIGINAL]) or {})
+        return {
+            "failure": Failure.TESTS_FAILED, "error": problem, "dropped": dropped,
+            "tests": tests, "output": runs[ORIGINAL].output,
+            "scores": {MUTATION_SCORE: Score(value=0.0, reasons=[str(problem)])},
+        }  # fmt: skip
+    resolved, failure, tests, score, error = judge_mutants(check, runs)
+    return {
+        "resolved": resolved, "failure": failure, "tests": tests, "error": error,
+        "dropped": dropped, "output": runs[ORIGINAL].output,
+        "scores": {MUTATION_SCORE: score}, "duration_s": time.monotonic() - started,
+    }  # fmt: skip
