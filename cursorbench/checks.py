@@ -198,7 +198,9 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
         record.test_runtime_s = round(derived.runtime_s, 2)
         problems += _grading_problems(built, sandboxes, scratch, record)
         record.coverage = coverage_share(built, sandboxes, scratch)
-        if record.coverage is None:
+        if record.coverage is None and not _python_lines_removed(built):
+            pass  # the answer is configuration only (a devops task): nothing to cover
+        elif record.coverage is None:
             problems.append("coverage of the removed lines could not be measured")
         elif record.coverage < MIN_COVERAGE:
             problems.append(f"the hidden tests execute only {record.coverage:.0%} of removed lines")
@@ -235,7 +237,7 @@ def _grading_problems(
     record.untouched_resolved = untouched.resolved
     if untouched.resolved:
         problems.append("the untouched workspace resolves the task")
-    stub_patch = answer.patch_for(built.workspace, answer.stub_tree(built), scratch / "stub-tree")
+    stub_patch = answer.patch_for(built.workspace, stub_changes(built), scratch / "stub-tree")
     stub = grade(prepared, stub_patch, sandboxes, scratch / "stub")
     record.stub_resolved = stub.resolved
     record.stub_fail_to_pass_passed = sum(
@@ -244,6 +246,19 @@ def _grading_problems(
     if stub.resolved:
         problems.append("a stub raising NotImplementedError resolves the task")
     return problems
+
+
+def stub_changes(built: BuiltTask) -> dict[str, str | None]:
+    """The stub's files: Python stubbed (`answer.stub_tree`); other files the reference
+    writes (configuration, a makefile) are left as the workspace has them, since a stub of
+    them would be the answer itself."""
+    changes = {}
+    for path, text in answer.stub_tree(built).items():
+        if path.endswith(".py"):
+            changes[path] = text
+        elif (built.workspace / path).is_file():
+            changes[path] = (built.workspace / path).read_text(encoding="utf-8")
+    return changes
 
 
 def _leak_problems(built: BuiltTask) -> list[str]:
@@ -304,6 +319,10 @@ def _import_problems(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path)
         if not str(where).startswith(sandbox.root)
     ]
     return problems
+
+
+def _python_lines_removed(built: BuiltTask) -> bool:
+    return any(path.endswith(".py") for path in answer.removed_lines(built))
 
 
 def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> float | None:
