@@ -94,7 +94,11 @@ Operation = Annotated[
 
 
 class Mutation(Spec):
-    kind: Literal["feature_deletion", "bug_injection"] = "feature_deletion"
+    """How the workspace was made from the original: a feature deleted, bugs or a slower
+    implementation injected, or code rewritten into the shape a refactor, migration or
+    packaging task starts from (the original is always the target)."""
+
+    kind: Literal["feature_deletion", "bug_injection", "rewrite"] = "feature_deletion"
     operations: list[Operation] = Field(min_length=1)
 
 

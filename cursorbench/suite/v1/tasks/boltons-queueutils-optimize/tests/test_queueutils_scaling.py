@@ -10,7 +10,7 @@ import random
 
 from boltons.queueutils import HeapPriorityQueue, SortedPriorityQueue
 
-N = 2000
+N = 1500
 LOG_N = math.log2(N)
 
 
