@@ -11,6 +11,7 @@ from cursorbench import leaks
 from cursorbench.loader import bundled_suite, load_task
 from cursorbench.task import MoveSymbol, RemoveFile, ReplaceText, Task
 from cursorbench.workspace import BuildError, apply_operation, build, remove_symbol
+from harness.grading import protected_files
 
 SOURCE = """import os
 
@@ -209,3 +210,9 @@ def test_the_leak_scan_covers_authored_tests(tmp_path: Path) -> None:
     assert "def test_first_shouts_the_normalised_text_back():" in patterns
     (built.workspace / "notes.txt").write_text(AUTHORED_TEST)
     assert leaks.workspace_leaks(built.workspace, patterns)
+
+
+def test_an_authored_test_is_protected_from_the_agents_change(tmp_path: Path) -> None:
+    prepared = build(authored_task(tmp_path), scan=False).prepared()
+    assert "tests/test_shape.py" in protected_files(prepared)
+    assert any(tmp_path / "tasks" in [p, *p.parents] for p in prepared.secret_paths)
