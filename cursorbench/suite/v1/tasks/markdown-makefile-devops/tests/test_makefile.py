@@ -46,6 +46,8 @@ def test_plain_make_lists_the_targets(tree):
 def test_release_targets_are_defined(tree, target):
     done = make(tree, "-n", target)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()  # a command would run
+    assert "Nothing to be done" not in done.stdout + done.stderr
 
 
 def test_make_test_runs_the_suite_under_coverage(tree):
