@@ -2,7 +2,8 @@
 
 From the task's source tree (copied without caches, bytecode or `.git`) the
 builder makes:
-  original/   the source as it was (the reference solution, plus hidden tests)
+  original/   the source as it was after `setup`, plus the task's authored tests (the
+              reference solution, plus hidden tests)
   workspace/  the source with the mutation applied and the hidden tests taken out
   hidden/     the hidden test files, laid out as in the workspace
   reference.patch  the reverse of the mutation: workspace -> original minus hidden tests
