@@ -222,7 +222,9 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
         record.test_runtime_s = round(derived.runtime_s, 2)
         problems += _grading_problems(built, sandboxes, scratch, record)
         record.coverage = coverage_share(built, sandboxes, scratch)
-        if record.coverage is None:
+        if record.coverage is None and not _python_lines_removed(built):
+            pass  # the answer is configuration only (a devops task): nothing to cover
+        elif record.coverage is None:
             if not isinstance(task.verification, DocsVerification):  # docstrings: no statements
                 problems.append("coverage of the removed lines could not be measured")
         elif record.coverage < MIN_COVERAGE:
@@ -260,7 +262,7 @@ def _grading_problems(
     record.untouched_resolved = untouched.resolved
     if untouched.resolved:
         problems.append("the untouched workspace resolves the task")
-    stub_patch = answer.patch_for(built.workspace, answer.stub_tree(built), scratch / "stub-tree")
+    stub_patch = answer.patch_for(built.workspace, stub_changes(built), scratch / "stub-tree")
     stub = grade(prepared, stub_patch, sandboxes, scratch / "stub")
     record.stub_resolved = stub.resolved
     record.stub_fail_to_pass_passed = sum(
@@ -316,6 +318,19 @@ def _answer_file_problems(built: BuiltTask) -> list[str]:
     except ValueError as error:
         return [str(error)]
     return []
+
+
+def stub_changes(built: BuiltTask) -> dict[str, str | None]:
+    """The stub's files: Python stubbed (`answer.stub_tree`); other files the reference
+    writes (configuration, a makefile) are left as the workspace has them, since a stub of
+    them would be the answer itself."""
+    changes = {}
+    for path, text in answer.stub_tree(built).items():
+        if path.endswith(".py"):
+            changes[path] = text
+        elif (built.workspace / path).is_file():
+            changes[path] = (built.workspace / path).read_text(encoding="utf-8")
+    return changes
 
 
 def _leak_problems(built: BuiltTask) -> list[str]:
@@ -376,6 +391,10 @@ def _import_problems(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path)
         if not str(where).startswith(sandbox.root)
     ]
     return problems
+
+
+def _python_lines_removed(built: BuiltTask) -> bool:
+    return any(path.endswith(".py") for path in answer.removed_lines(built))
 
 
 def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> float | None:

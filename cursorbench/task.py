@@ -12,7 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.spec import Limits, TaskVerification
 
@@ -78,11 +78,27 @@ class ReplaceText(Spec):
     new: str
 
 
-Operation = Annotated[RemoveFile | RemoveSymbol | ReplaceText, Field(discriminator="op")]
+class MoveSymbol(Spec):
+    """Move a top-level function or class (or `Class.method`) to the end of another file
+    (made if missing): the code moves, nothing of it is written into the task file."""
+
+    op: Literal["move_symbol"] = "move_symbol"
+    file: str
+    symbol: str
+    into: str
+
+
+Operation = Annotated[
+    RemoveFile | RemoveSymbol | ReplaceText | MoveSymbol, Field(discriminator="op")
+]
 
 
 class Mutation(Spec):
-    kind: Literal["feature_deletion", "bug_injection"] = "feature_deletion"
+    """How the workspace was made from the original: a feature deleted, bugs or a slower
+    implementation injected, or code rewritten into the shape a refactor, migration or
+    packaging task starts from (the original is always the target)."""
+
+    kind: Literal["feature_deletion", "bug_injection", "rewrite"] = "feature_deletion"
     operations: list[Operation] = Field(min_length=1)
 
 
@@ -97,12 +113,33 @@ class Task(Spec):
     # for an older pytest): part of the original, so never part of the answer.
     setup: list[Operation] = Field(default_factory=list)
     mutation: Mutation
+    # Test files the task's author wrote (structure, absence of an old idiom, operation
+    # counts, ...): read from the folder named like the task next to its file
+    # (`tasks/ID/tests/test_x.py` for `tests/test_x.py`), laid into the original tree
+    # after `setup`, and hidden like the package's own hidden tests.
+    authored_tests: list[str] = Field(default_factory=list)
     verification: TaskVerification
     limits: Limits = Field(default_factory=Limits)
     behaviour_checks: list[str] = Field(default_factory=list)
 
     # Where the file was loaded from; not part of the file itself.
     path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _authored_tests_are_hidden(self) -> Task:
+        hidden = set(getattr(self.verification, "hidden_tests", []))
+        missing = [path for path in self.authored_tests if path not in hidden]
+        if missing:
+            raise ValueError(f"authored test {missing[0]} is not in verification.hidden_tests")
+        unsafe = [p for p in self.authored_tests if p.startswith("/") or ".." in p.split("/")]
+        if unsafe:
+            raise ValueError(f"authored test {unsafe[0]} is not a relative path inside the tree")
+        return self
+
+    def authored_dir(self) -> Path:
+        """The folder holding the task's authored test files."""
+        base = self.path.parent if self.path else Path.cwd()
+        return base / self.id
 
     def source_dir(self) -> Path:
         """The folder a `FolderSource` points to."""

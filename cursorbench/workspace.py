@@ -2,7 +2,8 @@
 
 From the task's source tree (copied without caches, bytecode or `.git`) the
 builder makes:
-  original/   the source as it was (the reference solution, plus hidden tests)
+  original/   the source as it was after `setup`, plus the task's authored tests (the
+              reference solution, plus hidden tests)
   workspace/  the source with the mutation applied and the hidden tests taken out
   hidden/     the hidden test files, laid out as in the workspace
   reference.patch  the reverse of the mutation: workspace -> original minus hidden tests
@@ -28,6 +29,7 @@ from cursorbench import leaks
 from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
 from cursorbench.task import (
     FolderSource,
+    MoveSymbol,
     Operation,
     PackageSource,
     RemoveFile,
@@ -142,6 +144,11 @@ def task_digest(task: Task) -> str:
         digest.update(tree_digest(source).encode())
     else:  # named by its sdist's sha256 (in the task's JSON) and how it is prepared
         digest.update(f"prepare-{PREPARE_VERSION}".encode())
+    for relative in task.authored_tests:
+        path = task.authored_dir() / relative
+        if not path.is_file():
+            raise BuildError(f"task {task.id}: authored test {path} does not exist")
+        digest.update(relative.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:24]
 
 
@@ -234,6 +241,11 @@ def _build_into(task: Task, staging: Path, source: Path) -> None:
             raise BuildError(
                 f"task {task.id}: setup step {number} ({operation.op}): {error}"
             ) from None
+    for relative in task.authored_tests:
+        if (original / relative).exists():
+            raise BuildError(f"task {task.id}: authored test {relative} is already in the source")
+        (original / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(task.authored_dir() / relative, original / relative)
     shutil.copytree(original, workspace, symlinks=True)
     for number, operation in enumerate(task.mutation.operations, start=1):
         try:
@@ -281,6 +293,30 @@ def apply_operation(root: Path, operation: Operation) -> None:
     elif isinstance(operation, RemoveSymbol):
         text = path.read_text(encoding="utf-8")
         path.write_text(remove_symbol(text, operation.symbol, operation.file), encoding="utf-8")
+    elif isinstance(operation, MoveSymbol):
+        move_symbol(root, operation)
+
+
+def move_symbol(root: Path, operation: MoveSymbol) -> None:
+    """Cuts a top-level def/class (with its decorators) and appends it to `into`."""
+    if "." in operation.symbol:
+        raise BuildError(
+            f"{operation.file}: only a top-level symbol can move, not {operation.symbol!r}"
+        )
+    path, target = root / operation.file, root / operation.into
+    text = path.read_text(encoding="utf-8")
+    node = _find(ast.parse(text, filename=operation.file).body, operation.symbol, _DEFINITIONS)
+    if node is None or node.end_lineno is None:
+        raise BuildError(f"{operation.file}: no definition {operation.symbol!r}")
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno] + [d.lineno for d in decorators]) - 1
+    code = "".join(text.splitlines(keepends=True)[start : node.end_lineno])
+    path.write_text(remove_symbol(text, operation.symbol, operation.file), encoding="utf-8")
+    before = target.read_text(encoding="utf-8").rstrip() if target.is_file() else ""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(
+        (before + "\n\n\n" if before else "") + code.rstrip() + "\n", encoding="utf-8"
+    )
 
 
 def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
@@ -292,8 +328,7 @@ def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
         if node is None:
             raise BuildError(f"{filename}: no class {owner!r}")
         body = node.body
-    definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    node = _find(body, name, definitions)
+    node = _find(body, name, _DEFINITIONS)
     if node is None or node.end_lineno is None:
         raise BuildError(f"{filename}: no definition {symbol!r}")
     start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
@@ -305,6 +340,9 @@ def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
         end += 1  # also drop the blank lines that separated it from what follows
     kept = "".join(lines[:start] + lines[end:])
     return kept.rstrip() + "\n" if end >= len(lines) else kept  # no blank tail at the end
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _find(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast.AST | None:

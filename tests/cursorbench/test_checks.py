@@ -8,15 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.checks import validate_full
+from cursorbench.checks import stub_changes, validate_full
 from cursorbench.loader import load_tasks
 from cursorbench.suites import suite_path
 from cursorbench.validate import validate_task
 from cursorbench.workspace import build
 from harness.sandbox import choose_backend
 from tests.cursorbench.sdists import tiny_task
+from tests.cursorbench.test_workspace import authored_task
 
-V1_SAMPLE = ["boltons-mathutils", "jinja2-nativetypes", "jinja2-sandbox-review"]
+V1_SAMPLE = [
+    "boltons-mathutils",
+    "jinja2-nativetypes",
+    "jinja2-sandbox-review",
+    "boltons-iterutils-optimize",
+]
 
 
 @pytest.mark.slow
@@ -66,3 +72,24 @@ def test_v1_sample_builds_and_tells_solved_from_unsolved(task_id: str) -> None:
     """Fetches the pinned sdist (network to the package index), builds, grades."""
     task = next(t for t in load_tasks([suite_path("v1")]) if t.id == task_id)
     assert validate_task(build(task), choose_backend("auto"), repeat=1) == []
+
+
+def test_the_stub_stubs_code_and_leaves_configuration_as_it_was(tmp_path: Path) -> None:
+    """A stub of a makefile or pyproject would be the answer itself: it stays as the
+    workspace has it (absent, here), while Python the reference writes is stubbed."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "Makefile").write_text("test:\n\tpython -m pytest\n")
+    task = authored_task(tmp_path)
+    operations = [*task.mutation.operations, {"op": "remove_file", "file": "Makefile"}]
+    task = (
+        type(task)
+        .model_validate(
+            {**task.model_dump(), "mutation": {"kind": "rewrite", "operations": operations}}
+        )
+        .model_copy(update={"path": task.path})
+    )
+    built = build(task, scan=False)
+    assert set(built.solution_tree()) == {"Makefile", "pkg/core.py", "pkg/helpers.py"}
+    stub = stub_changes(built)
+    assert "Makefile" not in stub
+    assert "raise NotImplementedError" in str(stub["pkg/core.py"])
