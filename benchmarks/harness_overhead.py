@@ -15,8 +15,10 @@ the prepared workspace and snapshotting its git baseline), and grading (a
 fresh sandbox, the patch applied inside, pytest run read-only), per task.
 Per backend (`--backends bubblewrap,docker`, default: every one that works here): one
 confined command on its own (`true` through `execute`, and `bash -c true` as the agent's
-`run` does), opening a sandbox and grading; targets: 2 ms (bubblewrap) and 5 ms (docker)
-per confined command.
+`run` does), opening a sandbox, opening it and running its first command (a command
+server's start included), and grading; targets: 2 ms (bubblewrap) and 5 ms (docker) per
+confined command. For bubblewrap also a read-only `true`, which still gets a fresh
+namespace (as every command did before the command server), measured alongside for scale.
 `--write` appends the figures to benchmarks/RESULTS.md with date and machine.
 """
 
@@ -70,14 +72,19 @@ def agent_steps(tool: str, arguments: dict, steps: int, workspace: Path, scratch
 
 
 def command_time(
-    argv: list[str], repeats: int, workspace: Path, scratch: Path, backend: str = "auto"
+    argv: list[str],
+    repeats: int,
+    workspace: Path,
+    scratch: Path,
+    backend: str = "auto",
+    read_only: bool = False,
 ) -> float:
     """Seconds for one sandboxed command on its own (spawn, confinement, run, reap)."""
     sandbox = open_backend(backend).open(workspace, scratch / "commands")
-    sandbox.execute(argv, timeout=30)  # warm up
+    sandbox.execute(argv, timeout=30, read_only=read_only)  # warm up
     started = time.perf_counter()
     for _ in range(repeats):
-        sandbox.execute(argv, timeout=30)
+        sandbox.execute(argv, timeout=30, read_only=read_only)
     elapsed = time.perf_counter() - started
     sandbox.close()
     return elapsed / repeats
@@ -89,13 +96,18 @@ def per_backend(name: str, repeats: int, commands: int, scratch: Path) -> dict:
     folder = scratch / name
     bare = command_time(["true"], commands, tasks[0].workspace, folder, name)
     shell = command_time(["bash", "-c", "true"], commands, tasks[0].workspace, folder, name)
+    fresh = None
+    if name == "bubblewrap":
+        fresh = command_time(["true"], commands // 4, tasks[0].workspace, folder, name, True)
     backend = open_backend(name, SandboxSettings())
-    opening, grading = [], []
+    opening, first, grading = [], [], []
     for index in range(repeats):
         for task in tasks:
             started = time.perf_counter()
             sandbox = backend.open(task.workspace, folder / f"open-{index}")
             opening.append(time.perf_counter() - started)
+            sandbox.execute(["true"], timeout=30)
+            first.append(time.perf_counter() - started)
             sandbox.close()
             started = time.perf_counter()
             report = grade(task.prepared(), task.reference_patch, backend, folder / "grade")
@@ -104,7 +116,9 @@ def per_backend(name: str, repeats: int, commands: int, scratch: Path) -> dict:
     return {
         "command_ms": 1000 * bare,
         "shell_ms": 1000 * shell,
+        "fresh_ms": None if fresh is None else 1000 * fresh,
         "open_ms": 1000 * statistics.median(opening),
+        "first_ms": 1000 * statistics.median(first),
         "grade_ms": 1000 * statistics.median(grading),
     }
 
@@ -174,6 +188,7 @@ def main() -> None:
     parser.add_argument("--commands", type=int, default=200, help="commands timed per backend")
     args = parser.parse_args()
     backends = working_backends(args.backends)
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         scratch = Path(folder)
         os.environ.setdefault("CURSORBENCH_HOME", str(scratch / "home"))
@@ -187,7 +202,8 @@ def main() -> None:
     lines = [
         f"## harness_overhead — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
         "",
-        f"- machine: {machine()}; sandbox: {backend}",
+        f"- machine: {machine()}; sandbox: {backend}; load average (1 min) "
+        f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
         f"- command: `.venv/bin/python benchmarks/harness_overhead.py --steps {args.steps}"
         f" --repeats {args.repeats} --commands {args.commands}"
         f"{' --backends ' + args.backends if args.backends else ''}`",
@@ -209,12 +225,15 @@ def main() -> None:
         "",
         "Per backend (median over the bundled tasks for opening and grading):",
         "",
-        "| backend | confined `true` | confined `bash -c true` | target | open a sandbox "
+        "| backend | confined `true` | confined `bash -c true` | target "
+        "| read-only `true` (fresh namespace) | open a sandbox | open + first command "
         "| grade an attempt |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
         *(
             f"| {name} | {c['command_ms']:.2f} ms | {c['shell_ms']:.2f} ms | "
-            f"{TARGETS_MS.get(name, '-')} | {c['open_ms']:.0f} ms | {c['grade_ms']:.0f} ms |"
+            f"{TARGETS_MS.get(name, '-')} | "
+            f"{'-' if c['fresh_ms'] is None else format(c['fresh_ms'], '.2f') + ' ms'} | "
+            f"{c['open_ms']:.0f} ms | {c['first_ms']:.0f} ms | {c['grade_ms']:.0f} ms |"
             for name, c in costs.items()
         ),
         "",

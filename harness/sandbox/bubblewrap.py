@@ -89,9 +89,34 @@ class BubblewrapJail:
         return "/tmp"
 
     def wrap(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: str) -> Wrapped:
+        """One command in a namespace of its own, run as the sandbox user."""
+        inner = [*self._become_user(), *file_size_limit(self.max_file_bytes), *argv]
+        return self._bwrap(inner, mounts, cwd, keep_setuid=self.uid is not None)
+
+    def wrap_server(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: str) -> Wrapped:
+        """A command server (`cmdserver.py`) in a namespace kept for many commands: it stays
+        root inside, with SETUID and SETGID to become the sandbox user in each command it
+        forks and KILL to end what each leaves behind; the seccomp filter covers it and so
+        every command. Only where commands run as another user (`uid`): a server that
+        shared their uid would be theirs to kill or to ask for commands."""
+        if self.uid is None:
+            raise ValueError("a command server needs an unprivileged sandbox user")
+        return self._bwrap(argv, mounts, cwd, keep_setuid=True, extra_caps=("CAP_KILL",))
+
+    def _bwrap(
+        self,
+        inner: Sequence[str],
+        mounts: Sequence[Mount],
+        cwd: str,
+        *,
+        keep_setuid: bool,
+        extra_caps: Sequence[str] = (),
+    ) -> Wrapped:
         from harness.sandbox.seccomp import seccomp_file  # optional: None where unsupported
 
-        options = bwrap_options(mounts, cwd, self.hidden, keep_setuid=self.uid is not None)
+        options = bwrap_options(
+            mounts, cwd, self.hidden, keep_setuid=keep_setuid, extra_caps=extra_caps
+        )
         wrapped = Wrapped(argv=[])
         filter_path = seccomp_file()
         if filter_path is not None:
@@ -100,7 +125,6 @@ class BubblewrapJail:
             options += ["--seccomp", str(descriptor)]
         args_fd = _args_pipe(options)
         wrapped.pass_fds.append(args_fd)
-        inner = [*self._become_user(), *file_size_limit(self.max_file_bytes), *argv]
         wrapped.argv = [BWRAP, "--args", str(args_fd), "--", *inner]
         return wrapped
 
@@ -210,7 +234,12 @@ def _shown(path: Path, shown: Sequence[Path]) -> bool:
 
 
 def bwrap_options(
-    mounts: Sequence[Mount], cwd: str, hidden: Sequence[Path], *, keep_setuid: bool = False
+    mounts: Sequence[Mount],
+    cwd: str,
+    hidden: Sequence[Path],
+    *,
+    keep_setuid: bool = False,
+    extra_caps: Sequence[str] = (),
 ) -> list[str]:
     args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
     for path in PROC_READ_ONLY:
@@ -240,6 +269,8 @@ def bwrap_options(
     args += ["--cap-drop", "ALL"]
     if keep_setuid:
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    for capability in extra_caps:
+        args += ["--cap-add", capability]
     args += [
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", cwd,

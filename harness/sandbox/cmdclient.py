@@ -102,6 +102,7 @@ class ServedResult:
     completed: Completed
     workspace_free: int | None  # bytes left on the workspace after the command, if known
     lost: bool  # the server went away during the command
+    reset: bool = False  # the sandbox kept state the server could not clear: start afresh
 
 
 def _send(conn: socket.socket, header: dict, fds: Sequence[int]) -> None:
@@ -174,7 +175,12 @@ def run_served(
             child, child.kill, start, timeout, keep_bytes, max_output_bytes, report_read, errors
         )
         free = child.reply.get("workspace_free")
-        return ServedResult(done, free if isinstance(free, int) and free >= 0 else None, child.lost)
+        return ServedResult(
+            done,
+            free if isinstance(free, int) and free >= 0 else None,
+            child.lost,
+            reset=child.reply.get("reset") is True,
+        )
     finally:
         for fd in [*ours, *theirs.values()]:
             with contextlib.suppress(OSError):

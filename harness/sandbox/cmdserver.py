@@ -1,10 +1,13 @@
 """The command server: runs inside a sandbox and forks one confined process per command.
 
-It is started once per sandbox (as the container's PID 1 under Docker), as root without
-capabilities beyond SETUID, SETGID and KILL, in the sandbox's own PID, mount, network
-and IPC namespaces, and listens on a Unix socket in a folder only root may enter. Run as
-`python -I -c SOURCE SOCKET [SECCOMP_FILE]`: it imports nothing but the standard library,
-since it runs under the sandbox's Python, not the harness's packages.
+It is started once per sandbox (as the container's PID 1 under Docker, as the child of
+bubblewrap's init under bubblewrap), as root without capabilities beyond SETUID, SETGID
+and KILL, in the sandbox's own PID, mount, network and IPC namespaces, and listens on a
+Unix socket in a folder only root may enter, or on a listening socket it inherited
+(`fd:N`, bubblewrap: then no path inside the sandbox leads to it). Run as
+`python -I -c SOURCE SOCKET [SECCOMP_FILE [FRESH_FOLDER ...]]` (or with the source read from
+a pipe, `/dev/fd/N`): it imports nothing but the standard library, since it runs under the
+sandbox's Python, not the harness's packages.
 
 One request per connection: a length-prefixed JSON header (argv, env, cwd, uid, file size
 limit) and, passed as descriptors (SCM_RIGHTS), the command's output pipe, its stdin and,
@@ -18,8 +21,13 @@ gone, no_new_privs), installs the harness's seccomp filter, and execs the comman
 When the command exits, or the host sends `K` (timeout, too much output) or hangs up,
 every process not owned by root in the namespace is SIGKILLed, repeatedly until none is
 left: background children die with the command, as they do when a per-command PID
-namespace ends. Then the exit status (and the workspace's free space) goes back as one
-JSON line. Commands run one at a time: a second connection waits until the first ends.
+namespace ends. Each FRESH_FOLDER (bubblewrap: /tmp, /var/tmp) is then emptied, as the
+command's user, so the next command finds it empty as in a namespace of its own. Then the
+exit status, the workspace's free space and `reset` go back as one JSON line; `reset` is
+true when the sandbox kept state the server could not clear (a process that outlived every
+kill, a fresh folder it could not empty, a System V IPC object) and the host should start a
+fresh sandbox before the next command. Commands run one at a time: a second connection
+waits until the first ends.
 """
 
 import contextlib
@@ -48,8 +56,14 @@ class _Filter(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+_LIBC = None
+
+
 def _libc():
-    return ctypes.CDLL(None, use_errno=True)
+    global _LIBC
+    if _LIBC is None:  # loaded once, in the server: each forked child has it already
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    return _LIBC
 
 
 def _drop_capabilities(libc):
@@ -125,17 +139,69 @@ def _others():
     return found
 
 
+def _entries(folder):
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _remove(path):
+    """Removes a file or a tree the caller owns, making its folders writable as it goes."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, 0o700)
+        for name in os.listdir(path):
+            _remove(os.path.join(path, name))
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def _empty_as(folders, uid):
+    """Empties `folders` in a child that has become `uid` (whose files they hold)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            for folder in folders:
+                for name in os.listdir(folder):
+                    _remove(os.path.join(folder, name))
+        except BaseException:
+            os._exit(1)
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _ipc_objects():
+    """True when a System V shared memory segment, message queue or semaphore set exists."""
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as file:
+                if len(file.read().splitlines()) > 1:  # a header line, then one per object
+                    return True
+        except OSError:
+            pass
+    return False
+
+
 class Server:
-    def __init__(self, path, program):
+    def __init__(self, path, program, fresh=()):
         self.program = program
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        making = f"{path}.{os.getpid()}"  # the path appears only once it accepts connections
-        if os.path.exists(making):
-            os.unlink(making)
-        self.listener.bind(making)
-        os.chmod(making, 0o600)
-        self.listener.listen(64)
-        os.rename(making, path)
+        self.fresh = list(fresh)
+        self.uid = None
+        if path.startswith("fd:"):  # inherited, already listening
+            self.listener = socket.socket(fileno=int(path[3:]))
+        else:
+            self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            making = f"{path}.{os.getpid()}"  # the path appears only once it accepts connections
+            if os.path.exists(making):
+                os.unlink(making)
+            self.listener.bind(making)
+            os.chmod(making, 0o600)
+            self.listener.listen(64)
+            os.rename(making, path)
         self.wakeup_read, wakeup_write = os.pipe()
         os.set_blocking(wakeup_write, False)
         os.set_blocking(self.wakeup_read, False)
@@ -178,6 +244,7 @@ class Server:
             _child(request, fds, self.program)
         for fd in fds:
             os.close(fd)
+        self.uid = request.get("uid")
         self.conn, self.pid, self.status = conn, pid, None
         self.selector.unregister(self.listener)  # one command at a time
         self.selector.register(conn, selectors.EVENT_READ)
@@ -232,19 +299,29 @@ class Server:
 
     def teardown(self):
         """SIGKILLs every process not owned by root, until none is left (a fork storm
-        races)."""
+        races); False when some are still alive after every try."""
         for _ in range(200):
             victims = _others()
             if not victims:
-                return
+                return True
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
             self._reap_some()
             time.sleep(0.001)
+        return not _others()
+
+    def clear_state(self):
+        """Empties the fresh folders; False when the sandbox keeps state between commands."""
+        used = [folder for folder in self.fresh if _entries(folder)]
+        if used and self.uid is not None:
+            _empty_as(used, self.uid)
+        if any(_entries(folder) for folder in self.fresh):
+            return False
+        return not (self.fresh and _ipc_objects())
 
     def finish(self):
-        self.teardown()
+        clean = self.teardown() and self.clear_state()
         conn, code = self.conn, self.status
         self.conn, self.pid, self.status = None, None, None
         self.selector.unregister(conn)
@@ -255,16 +332,21 @@ class Server:
         except OSError:
             free = -1
         with contextlib.suppress(OSError):
-            conn.sendall(json.dumps({"exit": code, "workspace_free": free}).encode() + b"\n")
+            reply = {"exit": code, "workspace_free": free, "reset": not clean}
+            conn.sendall(json.dumps(reply).encode() + b"\n")
         conn.close()
 
 
 def main():
     program = b""
-    if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
+    if len(sys.argv) > 2 and sys.argv[2] and os.path.exists(sys.argv[2]):
         with open(sys.argv[2], "rb") as file:
             program = file.read()
-    Server(sys.argv[1], program).serve()
+    _libc()
+    server = Server(sys.argv[1], program, sys.argv[3:])
+    if sys.argv[1].startswith("fd:"):  # the host waits for this line before the first command
+        os.write(1, b"ready\n")
+    server.serve()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ grading user, before any agent command, in `/.baseline`, which `nobody` can read
 change. The report channel of `execute(report=True)` is a pipe the host made and passed
 to the command as fd 3 (`/dev/fd/3`): append-only, as under bubblewrap.
 
-What differs from bubblewrap (each command there gets a fresh namespace):
+What differs from bubblewrap (a fresh namespace per command, or per attempt with the same
+command server, which empties /tmp after each command: `bwrap_server.py`):
 - `/tmp` is the sandbox's, shared by the commands of one attempt (not one per command);
 - `/sys` is present, read-only (Docker's default), and `/proc/1/cmdline` shows the
   command server;

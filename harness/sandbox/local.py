@@ -9,7 +9,9 @@ leaves behind are only ever met by confined, limited processes. Removing the
 folder is `rm -rf` (no recursion in Python), and never raises.
 
 Two backends share this module: `bubblewrap` (`BubblewrapJail`, confined) and
-`subprocess` (`UnconfinedJail`, for machines without bubblewrap; unsafe).
+`subprocess` (`UnconfinedJail`, for machines without bubblewrap; unsafe). An agent's
+bubblewrap sandbox keeps one namespace alive with a command server in it
+(`bwrap_server.py`) and runs what it can there; the rest gets a fresh namespace.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from harness.sandbox.bubblewrap import (
     UnconfinedJail,
     scrubbed_env,
 )
+from harness.sandbox.bwrap_server import CommandServer
 from harness.sandbox.files import WorkspaceFiles, last_line
 from harness.sandbox.limits import (
     CgroupError,
@@ -119,6 +122,7 @@ class LocalSandbox(WorkspaceFiles):
         self.host_workspace = folder / "workspace"
         self._scratch = folder / "tmp"  # the unconfined jail's private /tmp
         self._cgroup: SandboxCgroup | None = None
+        self.server: CommandServer | None = None
         self._tmpfs = False
         self._limit: str | None = None
         self.baseline: Baseline | None = None
@@ -149,6 +153,9 @@ class LocalSandbox(WorkspaceFiles):
             _chown(folder, jail.uid)
         if jail.confined and cgroups_available():
             self._cgroup = SandboxCgroup(self.limits)
+        if track_changes and isinstance(jail, BubblewrapJail) and jail.uid is not None:
+            self.server = CommandServer(jail, self.host_workspace, folder / "server", self._cgroup)
+            self.server.start()  # it gets ready while the agent waits for its first reply
 
     @property
     def root(self) -> str:
@@ -176,6 +183,20 @@ class LocalSandbox(WorkspaceFiles):
         baseline: bool = False,
         errors: str = "replace",
     ) -> Completed:
+        if self.server is not None and not read_only and not baseline:
+            with self.settings.command_slots or nullcontext():
+                served = self.server.run(
+                    argv,
+                    timeout=timeout,
+                    stdin=stdin,
+                    report=report,
+                    env=env,
+                    output_cap=output_cap,
+                    errors=errors,
+                )
+            if served is not None:
+                self._check_limits()
+                return served
         wrapped = self.jail.wrap(argv, self._mounts(read_only, baseline), cwd=self.root)
         if self._cgroup is not None:
             wrapped.argv = self._cgroup.wrap(wrapped.argv)
@@ -230,6 +251,8 @@ class LocalSandbox(WorkspaceFiles):
     def close(self) -> None:
         with _open_lock:
             _open.discard(self)
+        if self.server is not None:
+            self.server.close()
         if self._cgroup is not None:
             with contextlib.suppress(CgroupError):  # a stuck group must not stop the run
                 self._cgroup.close()

@@ -1,16 +1,23 @@
-"""The Ray executor on a local cluster of 2 workers: whole runs, replay equality, a killed worker.
+"""The Ray executor on a local cluster of 2 workers: whole runs, replay equality, a killed worker,
+and a cluster joined by address.
 
 Each test starts its own local cluster (`ray.init(num_cpus=2)`, ~6-10 s here)
-and stops it at the end of the run.
+and stops it at the end of the run; the last one starts a head node with `ray start`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +130,63 @@ def test_a_killed_worker_s_attempt_runs_again_and_counts_once(tmp_path: Path, se
     assert len(lines) == 2
     mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     assert [line for line in mounts if str(tmp_path) in line] == []  # the dead worker's, swept
+
+
+@pytest.fixture
+def ray_cluster() -> Iterator[str]:
+    """A real Ray cluster of one head node with 2 CPUs, joined by address, like a remote one.
+
+    `ray start --block` stays in the foreground and stops the processes it started when it
+    is terminated: ending it is `ray stop` for this cluster alone (`ray stop` itself would
+    end every Ray process of this user on the machine, other clusters included)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    temp = tempfile.mkdtemp(prefix="cb-ray-")  # short: Ray's socket paths live under it
+    head = subprocess.Popen(
+        ["ray", "start", "--head", "--port", str(port), "--num-cpus", "2", "--block",
+         "--node-ip-address", "127.0.0.1", "--include-dashboard", "false",
+         "--disable-usage-stats", "--temp-dir", temp],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the GCS answers on the port once the head is up
+            assert head.poll() is None, "ray start --head exited"
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+                break
+            assert time.monotonic() < deadline, "the Ray head did not come up"
+            time.sleep(0.2)
+        yield f"127.0.0.1:{port}"
+    finally:
+        head.terminate()  # `ray start` stops what it started, in order
+        try:
+            head.wait(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(head.pid, signal.SIGKILL)  # anything of this cluster left behind
+            head.wait()
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_a_run_joins_a_cluster_by_address_and_leaves_it_running(
+    tmp_path: Path, ray_cluster: str
+) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [*CLI, "run", "--executor", "ray", "--ray-address", ray_cluster, "--concurrency", "2",
+         "--tasks", "textkit-slugify", "--out", str(out),
+         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
+        capture_output=True, text=True, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["planned"] == summary["resolved"] == 1 and summary["errors"] == 0
+    ray = pytest.importorskip("ray")
+    ray.init(address=ray_cluster, logging_level="ERROR", log_to_driver=False)
+    try:  # still up after the run, with the attempts' CPUs given back
+        assert ray.cluster_resources().get("CPU") == 2
+        assert ray.available_resources().get("CPU") == 2
+    finally:
+        ray.shutdown()

@@ -1,0 +1,140 @@
+"""The bubblewrap command server: one namespace per agent sandbox, stateless per command,
+replaced when it dies, and a fresh namespace for what it cannot run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
+from harness.sandbox.bubblewrap import unprivileged_user_available
+from harness.sandbox.bwrap_server import CommandServer
+from harness.sandbox.local import LocalSandbox
+
+pytestmark = pytest.mark.skipif(
+    not (bubblewrap_works() and unprivileged_user_available()),
+    reason="the command server needs bubblewrap, root and setpriv",
+)
+
+PID1 = "tr '\\0' ' ' < /proc/1/cmdline"
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Iterator[LocalSandbox]:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    (prepared / "a.py").write_text("x = 1\n")
+    sandbox = open_backend("bubblewrap", SandboxSettings()).open(prepared, tmp_path / "box")
+    assert isinstance(sandbox, LocalSandbox)
+    yield sandbox
+    sandbox.close()
+
+
+def server_of(box: LocalSandbox) -> CommandServer:
+    assert box.server is not None
+    return box.server
+
+
+def served(box: LocalSandbox, command: str) -> str:
+    """Runs `command`, checking it ran under the command server."""
+    done = box.run(f"{PID1}; echo; {command}", 10)
+    first, _, rest = done.output.partition("\n")
+    assert "/dev/fd/" in first and "setpriv" not in first, first  # the server's namespace
+    return rest
+
+
+def test_an_agent_sandbox_runs_its_commands_in_one_namespace(box: LocalSandbox) -> None:
+    for _ in range(5):
+        assert served(box, "id -u; pwd") == "65534\n/workspace\n"
+    assert server_of(box).starts == 1
+
+
+def test_nothing_of_a_command_reaches_the_next(box: LocalSandbox) -> None:
+    leave = (
+        "cd /tmp; export LEFT=1; umask 077; sleep 300 & "
+        "mkdir -p /tmp/d/e /var/tmp/v && touch /tmp/d/e/f /tmp/.hidden && chmod 0 /tmp/d"
+    )
+    served(box, leave)
+    after = served(box, "pwd; echo LEFT=${LEFT:-}; umask; ls -A /tmp /var/tmp; ps -eo user,comm")
+    lines = after.splitlines()
+    assert lines[:3] == ["/workspace", "LEFT=", "0022"]
+    assert lines[3:6] == ["/tmp:", "", "/var/tmp:"]  # both empty
+    users = [line.split()[0] for line in lines[7:]]  # after the header of ps
+    assert sorted(users) == ["nobody", "root", "root"], after  # init, server, ps (bash exec)
+    assert "sleep" not in after
+    assert server_of(box).starts == 1
+
+
+def test_the_agent_cannot_kill_the_server(box: LocalSandbox) -> None:
+    for attack in ("kill -9 -1", "pkill -9 -f .", "kill -9 1 2", "killall5 -9"):
+        box.run(attack, 10)
+        assert served(box, "echo alive") == "alive\n", attack
+    assert server_of(box).starts == 1
+
+
+def test_a_killed_server_is_replaced_and_the_next_command_runs(box: LocalSandbox) -> None:
+    server = server_of(box)
+    served(box, "true")
+    pid = server.pid
+    assert pid is not None
+    os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while server.pid == pid and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert served(box, "echo again") == "again\n"
+    assert server.starts == 2
+
+
+def test_a_command_whose_server_dies_ends_killed_and_the_next_runs(box: LocalSandbox) -> None:
+    server = server_of(box)
+    served(box, "true")
+    pid = server.pid
+    assert pid is not None
+    marker = box.host_workspace / "started"
+    # The command tells the host it runs (through the workspace), then waits to be ended.
+    command = "touch started; sleep 30; echo finished"
+
+    def kill_when_started() -> None:
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.killpg(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_when_started)
+    killer.start()
+    done = box.run(command, 20)
+    killer.join()
+    assert done.exit_code == -9 and "finished" not in done.output and done.duration_s < 15
+    assert served(box, "echo next") == "next\n"
+    assert server.starts == 2
+
+
+def test_state_the_server_cannot_clear_gets_a_fresh_namespace(box: LocalSandbox) -> None:
+    served(box, "ipcmk -M 4096 >/dev/null")
+    assert served(box, "ipcs -m | grep -c 0x || true") == "0\n"
+    assert server_of(box).starts == 2
+
+
+def test_read_only_commands_get_a_fresh_read_only_namespace(box: LocalSandbox) -> None:
+    done = box.execute(["sh", "-c", f"{PID1}; echo; touch b.py"], timeout=10, read_only=True)
+    assert "setpriv" in done.output and done.exit_code != 0
+    assert not (box.host_workspace / "b.py").exists()
+    assert served(box, "touch b.py; ls") == "a.py\nb.py\n"
+
+
+def test_grading_sandboxes_use_no_server(tmp_path: Path) -> None:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    backend = open_backend("bubblewrap", SandboxSettings())
+    sandbox = backend.open(prepared, tmp_path / "grade", track_changes=False)
+    try:
+        assert isinstance(sandbox, LocalSandbox) and sandbox.server is None
+        assert "setpriv" in sandbox.run(PID1, 10).output
+    finally:
+        sandbox.close()
