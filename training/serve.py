@@ -503,7 +503,12 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_MAX_TOKENS,
         help="reply tokens when a request does not say",
     )
+    parser.add_argument("--threads", type=int, help="torch CPU threads [default: torch's]")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be at least 1, not {args.threads}")
+        torch.set_num_threads(args.threads)
     try:
         served = ServedModel.load(
             args.checkpoint, args.model_name, args.context_length, args.max_tokens
