@@ -195,7 +195,9 @@ class CheckpointGate:
         step = checkpoint.step if step is None else step
         state = self._state(step)
         if state is not None and state.gate_decision is not None and state.run_id is not None:
-            return self._verdict(state, evaluated_now=False)
+            verdict = self._verdict(state, evaluated_now=False)
+            self.log(verdict.line())
+            return verdict
         evaluated_now = state is None or state.run_id is None
         if evaluated_now:
             run_id = self._evaluate(checkpoint, step)
