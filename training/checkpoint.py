@@ -61,8 +61,11 @@ def save_checkpoint(
     step: int,
     state: dict[str, Any] | None = None,
     optimizer_state: dict[str, Any] | None = None,
+    extra_files: dict[str, str] | None = None,
 ) -> Checkpoint:
-    """Write a complete checkpoint of `model` under `root`; an existing one for `step` is kept."""
+    """Write a complete checkpoint of `model` under `root`; an existing one for `step` is kept.
+
+    `extra_files` (name -> text, e.g. the tokenizer) are written inside before the marker."""
     root.mkdir(parents=True, exist_ok=True)
     final = root / checkpoint_name(step)
     if (final / COMPLETE_MARKER).exists():
@@ -80,6 +83,8 @@ def save_checkpoint(
     (staging / STATE_FILE).write_text(json.dumps(full_state, indent=2))
     if optimizer_state is not None:
         torch.save(optimizer_state, staging / OPTIMIZER_FILE)
+    for name, text in (extra_files or {}).items():
+        (staging / name).write_text(text)
     for child in staging.iterdir():
         with child.open("rb") as handle:
             os.fsync(handle.fileno())
