@@ -1,9 +1,11 @@
 """Sampling from a `Transformer`: temperature, nucleus (top-p), a token budget, stop tokens, a seed.
 
 Decoding keeps a key/value cache per layer, so each new token costs one position's forward pass
-instead of the whole sequence's. The cached forward pass reuses the model's own modules (its
-projections, norms and feed-forward layers) and only re-implements how attention reads the
-cache; `cached_logits` equals the last position of `Transformer.forward` (a test checks it).
+instead of the whole sequence's; a cache handed from one call to the next also spares the
+prefix two prompts share (an agent's system prompt and tools, its conversation so far). The
+cached forward pass reuses the model's own modules (its projections, norms and feed-forward
+layers) and only re-implements how attention reads the cache; `cached_logits` equals the last
+position of `Transformer.forward` (a test checks it).
 """
 
 from __future__ import annotations
@@ -46,15 +48,40 @@ class Generation:
 
 @dataclass
 class KVCache:
-    """Keys and values of every position seen so far, per layer: `[B, heads, T, head_dim]`."""
+    """Keys and values of every position seen so far, per layer: `[B, heads, T, head_dim]`.
+
+    `fed` lists the ids fed so far (batch of one), so a later prompt that starts the same way
+    reuses their keys and values (`reuse`) instead of computing them again."""
 
     keys: list[torch.Tensor | None] = field(default_factory=list)
     values: list[torch.Tensor | None] = field(default_factory=list)
     length: int = 0
+    fed: list[int] = field(default_factory=list)
 
     @classmethod
     def empty(cls, n_layers: int) -> KVCache:
         return cls(keys=[None] * n_layers, values=[None] * n_layers)
+
+    def truncate(self, length: int) -> None:
+        """Keep the first `length` positions."""
+        if length >= self.length:
+            return
+        for layer, (k, v) in enumerate(zip(self.keys, self.values, strict=True)):
+            if k is not None and v is not None:
+                self.keys[layer] = k[:, :, :length] if length else None
+                self.values[layer] = v[:, :, :length] if length else None
+        self.length = length
+        del self.fed[length:]
+
+    def reuse(self, prompt: list[int]) -> int:
+        """Keep the longest prefix shared with `prompt` (never all of it: its last id must be
+        fed to get the next token's logits); returns how many positions were kept."""
+        shared = 0
+        limit = min(len(self.fed), len(prompt) - 1)
+        while shared < limit and self.fed[shared] == prompt[shared]:
+            shared += 1
+        self.truncate(shared)
+        return shared
 
 
 def _cached_attention(
@@ -136,8 +163,12 @@ def stream_tokens(
     params: SamplingParams,
     stop_ids: set[int],
     rope_base: float | None = None,
+    cache: KVCache | None = None,
 ) -> Iterator[int]:
-    """Yield generated token ids one by one, ending after a stop id or `max_tokens` ids."""
+    """Yield generated token ids one by one, ending after a stop id or `max_tokens` ids.
+
+    With a `cache` from an earlier call (same model, same RoPE base), the prefix it shares with
+    `prompt` is not computed again; the cache then holds this sequence."""
     if not prompt:
         raise ValueError("an empty prompt")
     generator = torch.Generator()
@@ -146,17 +177,25 @@ def stream_tokens(
     else:
         generator.manual_seed(params.seed)
     device = next(model.parameters()).device
-    cache = KVCache.empty(len(model.blocks))
+    if cache is None:
+        cache = KVCache.empty(len(model.blocks))
     was_training = model.training
     model.eval()
     try:
-        logits = cached_logits(model, torch.tensor([prompt], device=device), cache, rope_base)
-        for _ in range(params.max_tokens):
+        shared = cache.reuse(prompt)
+        rest = torch.tensor([prompt[shared:]], device=device)
+        logits = cached_logits(model, rest, cache, rope_base)
+        cache.fed.extend(prompt[shared:])
+        for index in range(params.max_tokens):
             token = sample_token(logits[0].cpu(), params, generator)
             yield token
-            if token in stop_ids:
+            if token in stop_ids or index == params.max_tokens - 1:
                 return
             logits = cached_logits(model, torch.tensor([[token]], device=device), cache, rope_base)
+            cache.fed.append(token)
+    except Exception:
+        cache.truncate(0)  # a fault mid-update may have left layers out of step
+        raise
     finally:
         model.train(was_training)
 

@@ -13,7 +13,9 @@ which the harness scores as the agent's `context_overflow`.
 
 The HTTP layer is its own rather than `harness.openai_server`'s: that one answers whole JSON
 bodies only, and this one also streams (chunked transfer encoding). One model answers one
-request at a time (a lock); connections are served by threads.
+request at a time (a lock); connections are served by threads. The key/value cache of the last
+request is kept, so the prefix the next prompt shares with it (an agent's system prompt, tools
+and conversation so far) is not computed again.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from training.chat import AssistantReply, parse_reply, render_prompt
 from training.checkpoint import CheckpointError, load_model, read_checkpoint
-from training.generate import SamplingParams, stream_tokens
+from training.generate import KVCache, SamplingParams, stream_tokens
 from training.model import Transformer
 from training.tokenizer import END, EOS, TOOL_CALL, CodeTokenizer
 
@@ -158,6 +160,8 @@ class ServedModel:
         self.stop_ids = {tokenizer.id(END), tokenizer.id(EOS)}
         self.created = int(time.time())
         self._lock = threading.Lock()
+        # the last sequence's keys and values: the next prompt's shared prefix is not recomputed
+        self._cache = KVCache.empty(len(model.blocks))
 
     @classmethod
     def load(
@@ -226,7 +230,9 @@ class ServedModel:
     def tokens(self, prompt: list[int], params: SamplingParams) -> Iterator[int]:
         """Generated ids, one request at a time (the lock is held while iterating)."""
         with self._lock, torch.inference_mode():
-            yield from stream_tokens(self.model, prompt, params, self.stop_ids, self.rope_base)
+            yield from stream_tokens(
+                self.model, prompt, params, self.stop_ids, self.rope_base, self._cache
+            )
 
     def complete(self, request: ChatRequest) -> Completion:
         prompt, params = self.prepare(request)

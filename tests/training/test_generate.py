@@ -99,3 +99,27 @@ def test_bad_sampling_parameters_are_refused() -> None:
     for bad in ({"temperature": -1}, {"top_p": 0}, {"top_p": 1.5}, {"max_tokens": 0}):
         with pytest.raises(ValueError):
             SamplingParams(**bad)  # type: ignore[arg-type]
+
+
+def test_a_cache_handed_on_reuses_the_shared_prefix_and_changes_nothing() -> None:
+    model = toy_model()
+    params = SamplingParams(temperature=0, max_tokens=6)
+    first, second = [5, 6, 7, 8, 9, 10], [5, 6, 7, 8, 11]
+    cache = KVCache.empty(len(model.blocks))
+    out_first = generate_with(model, first, params, cache)
+    assert cache.fed == first + out_first[:-1]  # the last id sampled is not fed yet
+    keys_before = cache.keys[0]
+    out_second = generate_with(model, second, params, cache)
+    assert cache.fed[:5] == second and cache.keys[0] is not keys_before
+    assert out_first == generate(model, first, params, set()).tokens
+    assert out_second == generate(model, second, params, set()).tokens
+    kept = KVCache.empty(len(model.blocks))
+    generate_with(model, first, params, kept)
+    assert kept.reuse(first) == len(first) - 1  # the last prompt id is always fed again
+    assert kept.reuse([1, 2]) == 0 and kept.length == 0 and kept.keys[0] is None
+
+
+def generate_with(
+    model: Transformer, prompt: list[int], params: SamplingParams, cache: KVCache
+) -> list[int]:
+    return list(stream_tokens(model, prompt, params, set(), cache=cache))
