@@ -251,7 +251,9 @@ def test_checkpoints_of_revision_0001_are_kept_unpromoted(db: Any) -> None:
     from leaderboard.migrate import alembic_config
 
     engine = db_engine(db)
+    make_v0_database(engine)
     with engine.begin() as conn:
+        command.stamp(alembic_config(conn), V0_REVISION)
         command.upgrade(alembic_config(conn), "0001_leaderboard")
         conn.execute(
             text("INSERT INTO training_runs (id, name, created_at) VALUES ('t', 'train', :at)"),
