@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cursorbench import api
 from cursorbench.suites import suite_options
 from harness.errors import CursorBenchError
+from harness.runner import RunInterrupted
 from leaderboard import SqlStore, open_store, queries
 from leaderboard.gate import GateError, GateRules, gate
 from training.checkpoint import Checkpoint, complete_checkpoints
@@ -432,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     except (GateConfigError, CursorBenchError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunInterrupted):
         return 130
 
 

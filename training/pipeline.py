@@ -36,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import CursorBenchError
+from harness.runner import RunInterrupted
 from leaderboard.queries import CheckpointState
 from training.checkpoint import (
     Checkpoint,
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     ) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, RunInterrupted):
         print("interrupted: run the same command to resume", file=sys.stderr)
         return 130
     _log("")
