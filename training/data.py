@@ -348,15 +348,24 @@ def evaluation_batches(
     max_batches: int,
     mask: np.ndarray | None = None,
 ) -> list[Batch]:
-    """Up to `max_batches` fixed batches of consecutive windows from the start of `stream`."""
+    """Up to `max_batches` fixed batches of windows spread evenly over `stream`; with `mask`,
+    only windows with some trained target count."""
     window = seq_len + 1
-    count = min(len(stream) // window, batch_size * max_batches)
+    available = len(stream) // window
+    all_windows = torch.from_numpy(stream[: available * window].astype(np.int64))
+    all_windows = all_windows.view(available, window)
+    all_masks = None
+    candidates = torch.arange(available)
+    if mask is not None:
+        all_masks = torch.from_numpy(mask[: available * window].astype(np.bool_))
+        all_masks = all_masks.view(available, window)
+        candidates = candidates[all_masks[:, 1:].any(dim=1)]
+    count = min(len(candidates), batch_size * max_batches)
     if count == 0:
         raise DataError(f"held-out stream of {len(stream):,} tokens has no window of {window}")
-    windows = torch.from_numpy(stream[: count * window].astype(np.int64)).view(count, window)
-    masks = None
-    if mask is not None:
-        masks = torch.from_numpy(mask[: count * window].astype(np.bool_)).view(count, window)
+    picked = candidates[torch.linspace(0, len(candidates) - 1, count).round().long()]
+    windows = all_windows[picked]
+    masks = None if all_masks is None else all_masks[picked]
     return [
         Batch(
             tokens=windows[i : i + batch_size],

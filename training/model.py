@@ -263,7 +263,11 @@ class Transformer(nn.Module):
         hidden = self.norm(x)
         mtp = [self.head(head(hidden)) for head in self.mtp_heads]
         return ModelOutput(
-            logits=self.head(hidden), mtp_logits=mtp, aux_loss=aux_total, routes=routes, hidden=x
+            logits=self.head(hidden),
+            mtp_logits=mtp,
+            aux_loss=aux_total,
+            routes=routes,
+            hidden=hidden,
         )
 
     def num_parameters(self) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from training.checkpoint import (
     Checkpoint,
+    CheckpointError,
     is_complete,
     latest_checkpoint,
     load_model,
@@ -226,7 +228,12 @@ class StageData:
     heldout: list[Batch]
 
 
-def stage_data(config: StageConfig, tokenizer: CodeTokenizer, position: DataPosition) -> StageData:
+def stage_data(
+    config: StageConfig,
+    tokenizer: CodeTokenizer,
+    position: DataPosition,
+    log: Callable[[str], None] = lambda _: None,
+) -> StageData:
     data = config.data
     if isinstance(data, PretrainData):
         streams = corpus_streams(data.corpus, tokenizer)
@@ -241,8 +248,10 @@ def stage_data(config: StageConfig, tokenizer: CodeTokenizer, position: DataPosi
     if run_dir is None:
         folder = data.cache_dir or cache_dir(CorpusConfig())
         label = "-".join(data.tasks).replace("*", "all").replace("/", "_")
+        log(f"[{config.name}] the reference solver's trajectories on {data.tasks} (made once)")
         run_dir = reference_trajectories(folder / "sft" / label, data.tasks)
     conversations = load_conversations(run_dir, data.only_resolved)
+    log(f"[{config.name}] {len(conversations)} conversations from {run_dir}")
     heldout_part = [c for c in conversations if is_held_out(c.source, data.held_out_fraction)]
     if not heldout_part:  # few attempts: hold out the last (a single one is both)
         heldout_part = conversations[-1:]
@@ -301,16 +310,18 @@ def batch_loss(
 def evaluate_loss(
     model: Transformer, batches: list[Batch], device: str | torch.device = "cpu"
 ) -> float:
-    """Mean next-token loss (masked where the batches say) over `batches`."""
+    """Mean next-token loss per counted target (masked where the batches say) over `batches`."""
     was_training = model.training
     model.eval()
-    losses = []
+    total, count = 0.0, 0
     for batch in batches:
         tokens = batch.tokens.to(device)
         mask = None if batch.loss_mask is None else batch.loss_mask.to(device)
-        losses.append(float(next_token_loss(model(tokens[:, :-1]).logits, tokens[:, 1:], mask)))
+        mean = float(next_token_loss(model(tokens[:, :-1]).logits, tokens[:, 1:], mask))
+        counted = tokens[:, 1:].numel() if mask is None else int(mask.sum())
+        total, count = total + mean * counted, count + counted
     model.train(was_training)
-    return sum(losses) / len(losses)
+    return total / max(count, 1)
 
 
 # --- the loop -----------------------------------------------------------------------------
@@ -346,6 +357,8 @@ def _run(
     log: Callable[[str], None],
 ) -> Checkpoint:
     device = torch.device(config.device)
+    for torn in out_dir.glob(".step-*.tmp-*"):  # staging folders of a killed writer
+        shutil.rmtree(torn, ignore_errors=True)
     resume = latest_checkpoint(out_dir)
     if resume is not None and resume.step >= config.steps:
         log(f"[{config.name}] already finished at step {resume.step}: {resume.path}")
@@ -373,7 +386,7 @@ def _run(
             optimizer.load_state_dict(state)
         torch.set_rng_state(saved["rng"])
         log(f"[{config.name}] resuming from {resume.path.name} (step {step})")
-    data = stage_data(config, start.tokenizer, position)
+    data = stage_data(config, start.tokenizer, position, log)
     tokenizer_text = start.tokenizer.inner.to_str()
     eval_every = config.eval_every or config.checkpoint_every
     tokens_per_step = config.batch_size * config.seq_len
@@ -480,7 +493,7 @@ def stage_main(kind: StageKind, argv: list[str] | None = None) -> int:
             raise StageError(f"{args.config}: no out_dir; give --out DIR")
         check_stage_kind(config, kind)
         final = run_stage(config, out_dir)
-    except (StageError, ValidationError) as error:
+    except (StageError, ValidationError, CheckpointError) as error:
         print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

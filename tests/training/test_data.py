@@ -18,6 +18,7 @@ from training.data import (
     build_tokenizer,
     conversation_from_records,
     corpus_streams,
+    evaluation_batches,
     is_held_out,
     load_conversations,
     load_corpus,
@@ -177,3 +178,16 @@ def test_unresolved_attempts_are_left_out_unless_asked(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no usable trajectories"):
         load_conversations(run)
     assert len(load_conversations(run, only_resolved=False)) == 1
+
+
+def test_evaluation_batches_spread_over_the_stream_and_skip_untrained_windows() -> None:
+    stream = np.arange(1000, dtype=np.int32)
+    plain = evaluation_batches(stream, batch_size=4, seq_len=9, max_batches=2)
+    starts = torch.cat([b.tokens[:, 0] for b in plain]).tolist()
+    assert len(starts) == 8 and starts[0] == 0 and starts[-1] == 990  # first to last window
+    mask = np.zeros(1000, dtype=np.bool_)
+    mask[500:520] = True  # targets in windows 50 and 51 (token 500 starts 50: no target)
+    masked = evaluation_batches(stream, batch_size=4, seq_len=9, max_batches=2, mask=mask)
+    assert torch.cat([b.tokens[:, 0] for b in masked]).tolist() == [500, 510]
+    with pytest.raises(DataError, match="no window"):
+        evaluation_batches(stream, 4, 9, 2, mask=np.zeros(1000, dtype=np.bool_))

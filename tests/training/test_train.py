@@ -17,7 +17,13 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-from training.checkpoint import WEIGHTS_FILE, is_complete, latest_checkpoint, load_model
+from training.checkpoint import (
+    WEIGHTS_FILE,
+    complete_checkpoints,
+    is_complete,
+    latest_checkpoint,
+    load_model,
+)
 from training.data import TOKENIZER_FILE, CorpusConfig, corpus_streams, evaluation_batches
 from training.model import rope_base_for_length
 from training.tokenizer import CodeTokenizer
@@ -80,6 +86,9 @@ def test_lr_warms_up_then_decays_to_the_floor() -> None:
 def test_extended_model_beats_the_pre_extension_model_at_the_long_length(
     corpus: dict[str, Any], pretrained: Path, tmp_path: Path
 ) -> None:
+    """At this scale the pre-extension model barely degrades past its trained length, so most
+    of the gain is the extra training; the test pins the stage (4x length, raised base, init
+    from the checkpoint) and that it lowers the held-out loss at the long length."""
     extend = {
         "name": "extend",
         "init_from": str(pretrained),
@@ -128,7 +137,7 @@ def test_a_stage_killed_mid_run_resumes_to_the_uninterrupted_result(
     config = _write_config(tmp_path / "pretrain.yaml", settings)
     out = tmp_path / "killed"
     process = _cli("pretrain", "--config", str(config), "--out", str(out))
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     while not is_complete(out / "step-00000020") and time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[0]
         time.sleep(0.01)
@@ -143,6 +152,8 @@ def test_a_stage_killed_mid_run_resumes_to_the_uninterrupted_result(
     assert f"resuming from step-{killed_at.step:08d}" in log
     final = latest_checkpoint(out)
     assert final is not None and final.step == 60
+    assert not list(out.glob(".step-*"))  # no staging folder of the killed writer is left
+    assert all((c.path / TOKENIZER_FILE).is_file() for c in complete_checkpoints(out))
     steps = [step for step, _ in final.state["losses"]]
     assert steps == list(range(1, 61))  # one unbroken loss trajectory across the kill
     assert final.state["losses"][: killed_at.step] == killed_at.state["losses"]
