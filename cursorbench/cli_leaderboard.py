@@ -148,7 +148,7 @@ def runs_list(
             str(row.attempts),
             f"{row.cost_usd:.2f}",
             f"{row.training_run}@{row.step}" if row.training_run else "",
-            row.gate_decision or "",
+            (row.gate_decision or "") + (", promoted" if row.promoted else ""),
             "; ".join(notes),
         )
     console.print(table)

@@ -347,6 +347,14 @@ class Dashboard:
                         ],
                     },
                 },
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": "promoted",
+                    "x": [p.step for p in points if p.promoted],
+                    "y": [p.score for p in points if p.promoted],
+                    "marker": {"size": 9, "symbol": "star", "color": "#1a7f37"},
+                },
             ],
             "layout": {
                 "xaxis": {"title": {"text": "step"}},
@@ -354,6 +362,8 @@ class Dashboard:
                 "margin": {"t": 20},
             },
         }
+        promoted = [p for p in points if p.promoted]
+        best = max(promoted, key=lambda p: p.step) if promoted else None
         cells = [
             [
                 str(p.step),
@@ -361,11 +371,20 @@ class Dashboard:
                 run_link(p.run_id),
                 pct(p.score, p.low, p.high),
                 f'<span class="{e(p.gate_decision or "")}">{e(p.gate_decision or "")}</span>',
+                ("best" if p is best else "yes") if p.promoted else "",
             ]
             for p in points
         ]
-        body = chart(figure, "training-chart") + table(
-            ["step", "tokens seen", "run", "score", "gate"], cells
+        summary = (
+            f"<p id='best-checkpoint'>best checkpoint: step {best.step} "
+            f"({pct(best.score, best.low, best.high)}), the latest the gate promoted</p>"
+            if best
+            else "<p id='best-checkpoint'>no checkpoint promoted yet</p>"
+        )
+        body = (
+            chart(figure, "training-chart")
+            + summary
+            + table(["step", "tokens seen", "run", "score", "gate", "promoted"], cells)
         )
         return page(f"Training run {name}", body, charts=True)
 

@@ -68,6 +68,7 @@ class LeaderRow(BaseModel):
     training_run: str | None = None
     step: int | None = None
     gate_decision: str | None = None
+    promoted: bool | None = None  # for checkpoint runs: promoted by the training run's gate
 
 
 class Filters(BaseModel):
@@ -93,6 +94,7 @@ def leaderboard(conn: Connection, filters: Filters | None = None) -> list[Leader
             TrainingRunRow.name.label("training_run"),
             CheckpointRow.step,
             CheckpointRow.gate_decision,
+            CheckpointRow.promoted,
         )
         .outerjoin(SuiteRow, SuiteRow.id == RunRow.suite_id)
         .outerjoin(CheckpointRow, CheckpointRow.id == RunRow.checkpoint_id)
@@ -142,6 +144,7 @@ def leaderboard(conn: Connection, filters: Filters | None = None) -> list[Leader
                 training_run=run.training_run,
                 step=run.step,
                 gate_decision=run.gate_decision,
+                promoted=run.promoted,
             )
         )
     _rank(rows)
@@ -519,6 +522,7 @@ class CheckpointPoint(BaseModel):
     low: float
     high: float
     gate_decision: str | None
+    promoted: bool = False
 
 
 def checkpoint_curve(conn: Connection, training_run: str) -> list[CheckpointPoint]:
@@ -541,7 +545,69 @@ def checkpoint_curve(conn: Connection, training_run: str) -> list[CheckpointPoin
             low=row.low,
             high=row.high,
             gate_decision=row.gate_decision,
+            promoted=bool(row.promoted),
         )
         for row in rows
     ]
     return sorted(points, key=lambda point: (point.step, point.run_id))
+
+
+class CheckpointState(BaseModel):
+    """A training run's checkpoint as its gate left it."""
+
+    checkpoint_id: str
+    step: int
+    tokens_seen: int | None
+    path: str | None
+    run_id: str | None  # the latest run that evaluated it
+    gate_decision: str | None
+    gate_baseline: str | None  # the run it was compared with
+    gate_detail: dict[str, Any] | None
+    promoted: bool
+
+
+def training_checkpoints(conn: Connection, training_run: str) -> list[CheckpointState]:
+    """Every checkpoint of a training run, by step (none for an unknown training run)."""
+    found = conn.execute(
+        select(
+            CheckpointRow.id,
+            CheckpointRow.step,
+            CheckpointRow.tokens_seen,
+            CheckpointRow.path,
+            CheckpointRow.gate_decision,
+            CheckpointRow.gate_baseline,
+            CheckpointRow.gate_detail,
+            CheckpointRow.promoted,
+        )
+        .join(TrainingRunRow, TrainingRunRow.id == CheckpointRow.training_run_id)
+        .where(TrainingRunRow.name == training_run)
+        .order_by(CheckpointRow.step)
+    ).all()
+    runs: dict[str, str] = {}
+    if found:
+        evaluations = conn.execute(
+            select(RunRow.checkpoint_id, RunRow.id)
+            .where(RunRow.checkpoint_id.in_([row.id for row in found]))
+            .order_by(RunRow.created_at, RunRow.id)
+        )
+        runs = {checkpoint: run_id for checkpoint, run_id in evaluations}  # latest wins
+    return [
+        CheckpointState(
+            checkpoint_id=row.id,
+            step=row.step,
+            tokens_seen=row.tokens_seen,
+            path=row.path,
+            run_id=runs.get(row.id),
+            gate_decision=row.gate_decision,
+            gate_baseline=row.gate_baseline,
+            gate_detail=row.gate_detail,
+            promoted=bool(row.promoted),
+        )
+        for row in found
+    ]
+
+
+def best_checkpoint(states: list[CheckpointState]) -> CheckpointState | None:
+    """The latest promoted checkpoint: each promotion passed the gate against the one before."""
+    promoted = [state for state in states if state.promoted]
+    return max(promoted, key=lambda state: state.step) if promoted else None

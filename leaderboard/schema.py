@@ -2,12 +2,12 @@
 
 Dimensions: `models`, `suites` (name + version; scores compare only within a version),
 `tasks` (category, suite), `training_runs` and their `checkpoints` (step, tokens seen, the
-gate's decision). Facts: `runs` (model, checkpoint, suite, harness version, git sha, config and
-its hash, epochs, status, start and end) and one insert-only `attempts` row per (run, task,
-epoch), with its eval scores (`attempt_scores`), extra metrics by key (`attempt_metrics`) and
-trajectory reference (`trajectories`: a path and/or a blob, with its sha256). `run_summaries`
-and `run_breakdowns` are computed from the facts when a run finishes, so the leaderboard reads a
-row per run instead of every attempt.
+gate's decision, promoted or not, the folder). Facts: `runs` (model, checkpoint, suite,
+harness version, git sha, config and its hash, epochs, status, start and end) and one
+insert-only `attempts` row per (run, task, epoch), with its eval scores (`attempt_scores`),
+extra metrics by key (`attempt_metrics`) and trajectory reference (`trajectories`: a path
+and/or a blob, with its sha256). `run_summaries` and `run_breakdowns` are computed from the
+facts when a run finishes, so the leaderboard reads a row per run instead of every attempt.
 
 Run ids are text: new runs get a UUID (32 hex digits), so runs made on different machines
 merge; older 12-digit ids stay valid. Every constraint is named (`NAMING`). Only portable
@@ -42,6 +42,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.expression import false
 
 KEY_LENGTH = 255  # for columns that are keys or indexed (MySQL-friendly, generous elsewhere)
 
@@ -54,7 +55,8 @@ NAMING = {
 }
 
 RUN_STATUSES = ("running", "complete", "partial")
-GATE_DECISIONS = ("pass", "fail", "inconclusive", "error")
+# "baseline": a training run's first evaluated checkpoint, promoted with nothing to compare to
+GATE_DECISIONS = ("pass", "fail", "inconclusive", "error", "baseline")
 
 
 class UtcDateTime(TypeDecorator[datetime]):
@@ -132,6 +134,10 @@ class CheckpointRow(Base):
     gate_baseline: Mapped[str | None] = mapped_column(String(KEY_LENGTH))
     gate_detail: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     gated_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # promoted by the training run's gate: the first checkpoint evaluated, then each that
+    # passed against the promoted one before it; the latest promoted is the run's best
+    promoted: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    path: Mapped[str | None] = mapped_column(Text)  # the folder it was served from
 
 
 # --- facts ----------------------------------------------------------------------------------

@@ -213,17 +213,41 @@ class SqlStore:
             rows.describe_tasks(conn, rows.suite_id(conn, suite_version), categories)
 
     def attach_checkpoint(
-        self, run_id: str, training_run: str, step: int, tokens_seen: int | None = None
+        self,
+        run_id: str,
+        training_run: str,
+        step: int,
+        tokens_seen: int | None = None,
+        path: str | None = None,
     ) -> str:
-        """Mark a run as the evaluation of a training run's checkpoint; returns its id."""
+        """Mark a run as the evaluation of a training run's checkpoint (served from the folder
+        `path`, if given); returns the checkpoint's id."""
         with self._errors("write to"), self._engine.begin() as conn:
             if conn.execute(select(RunRow.id).where(RunRow.id == run_id)).first() is None:
                 raise StoreError(f"no run {run_id!r} in '{self.url}'")
             checkpoint = rows.checkpoint_id(conn, training_run, step, tokens_seen)
             conn.execute(update(RunRow).where(RunRow.id == run_id).values(checkpoint_id=checkpoint))
+            if path is not None:
+                conn.execute(
+                    update(CheckpointRow).where(CheckpointRow.id == checkpoint).values(path=path)
+                )
             return checkpoint
 
-    def record_gate(self, checkpoint_id: str, baseline: str, decision: str, detail: dict) -> None:
+    def promote_checkpoint(self, checkpoint_id: str, promoted: bool = True) -> None:
+        """Mark a checkpoint as promoted by its training run's gate (or not)."""
+        with self._errors("write to"), self._engine.begin() as conn:
+            done = conn.execute(
+                update(CheckpointRow)
+                .where(CheckpointRow.id == checkpoint_id)
+                .values(promoted=promoted)
+            )
+            if done.rowcount == 0:
+                raise StoreError(f"no checkpoint {checkpoint_id!r} in '{self.url}'")
+
+    def record_gate(
+        self, checkpoint_id: str, baseline: str | None, decision: str, detail: dict
+    ) -> None:
+        """Store a gate decision on a checkpoint (`baseline`: the run it was compared with)."""
         with self._errors("write to"), self._engine.begin() as conn:
             conn.execute(
                 update(CheckpointRow)

@@ -51,11 +51,14 @@ def filled(tmp_path_factory: pytest.TempPathFactory, fill: Any) -> Iterator[dict
     tasks = {f"gen-{i:02d}": [i % 3 != 0] for i in range(30)}
     for step in (100, 200, 300):
         run_id = f"ckpt-{step}"
-        better = {t: [ok or (step >= 300 and i < 5)] for i, (t, [ok]) in enumerate(tasks.items())}
+        better = {  # step 200 loses 8 tasks (the gate fails it), step 300 gains 2
+            t: [(ok and not (step == 200 and i < 12)) or (step >= 300 and i < 5)]
+            for i, (t, [ok]) in enumerate(tasks.items())
+        }
         fill(store, run_id, better, model="policy", cost=step / 1000)
-        store.attach_checkpoint(run_id, "train-a", step, tokens_seen=step * 10**6)
-        if step > 100:
-            gate(run_id, "ckpt-100", GateRules(), store)
+        checkpoint = store.attach_checkpoint(run_id, "train-a", step, tokens_seen=step * 10**6)
+        if step == 100 or gate(run_id, "ckpt-100", GateRules(), store).exit_code == 0:
+            store.promote_checkpoint(checkpoint)
     tampered = {t: [ok] for t, [ok] in tasks.items()}
     fill(store, "tampered-run", tampered, model="sneaky", tamper=["gen-01"])
     yield {"store": store, "reference": reference, "lazy": lazy}
@@ -152,6 +155,14 @@ def test_training_curve_marks_gate_decisions(visit: Visit) -> None:
     text = page.locator("table").last.inner_text()
     assert "300" in text and "pass" in text
     assert visit.rows() == 3
+    rows = page.locator("table").last.locator("tbody tr")
+    promoted = [rows.nth(i).locator("td").last.inner_text() for i in range(3)]
+    assert promoted == ["yes", "", "best"]  # step 200 regressed: not promoted
+    assert "best checkpoint: step 300" in page.locator("#best-checkpoint").inner_text()
+    traces = page.evaluate(
+        "() => document.getElementById('training-chart').data.map(t => [t.name, t.x])"
+    )
+    assert ["promoted", [100, 300]] in traces and ["score", [100, 200, 300]] in traces
 
 
 def test_run_page_filters_attempts(visit: Visit, filled: dict[str, Any]) -> None:

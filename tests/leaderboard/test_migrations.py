@@ -26,12 +26,21 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    text,
 )
 
 from harness.results import AttemptResult, RunInfo, Status
 from leaderboard import StoreError, open_store
 from leaderboard.migrate import HEAD, V0_REVISION, heads, revision_of, upgrade
-from leaderboard.schema import AttemptRow, Base, ModelRow, RunRow, RunSummaryRow, SuiteRow
+from leaderboard.schema import (
+    AttemptRow,
+    Base,
+    CheckpointRow,
+    ModelRow,
+    RunRow,
+    RunSummaryRow,
+    SuiteRow,
+)
 
 # v0: the tables as leaderboard/schema.py defined them before migrations (git history),
 # as `create_all` made them (`Mapped[X]` is NOT NULL, `Mapped[X | None]` nullable).
@@ -234,3 +243,33 @@ def db_engine(db: Any) -> Any:
     from sqlalchemy import create_engine
 
     return create_engine(db.url, connect_args=db.connect_args or {})
+
+
+def test_checkpoints_of_revision_0001_are_kept_unpromoted(db: Any) -> None:
+    from alembic import command
+
+    from leaderboard.migrate import alembic_config
+
+    engine = db_engine(db)
+    make_v0_database(engine)
+    with engine.begin() as conn:
+        command.stamp(alembic_config(conn), V0_REVISION)
+        command.upgrade(alembic_config(conn), "0001_leaderboard")
+        conn.execute(
+            text("INSERT INTO training_runs (id, name, created_at) VALUES ('t', 'train', :at)"),
+            {"at": datetime.now(UTC)},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO checkpoints (id, training_run_id, step, created_at, gate_decision) "
+                "VALUES ('c', 't', 100, :at, 'pass')"
+            ),
+            {"at": datetime.now(UTC)},
+        )
+    assert upgrade(engine) == ("0001_leaderboard", HEAD)
+    with engine.connect() as conn:
+        row = conn.execute(select(CheckpointRow)).one()
+        diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert (row.step, row.gate_decision, row.promoted, row.path) == (100, "pass", False, None)
+    assert diff == []
+    engine.dispose()

@@ -1,0 +1,535 @@
+"""Serve a checkpoint behind an OpenAI-compatible chat-completions API.
+
+    python -m training.serve CHECKPOINT [--host 127.0.0.1] [--port 8000] [--model-name NAME]
+
+Routes: `GET /v1/models`, `GET /v1/models/NAME`, `POST /v1/chat/completions` (tools and tool
+calls, `stream: true` as server-sent events, `usage` counts, `temperature`, `top_p`,
+`max_tokens`/`max_completion_tokens`, `seed`). The conversation is rendered with the chat
+template the model is SFT-trained with (`training.chat`), continued by `training.generate` up
+to `<|end|>`, and parsed back into text and tool calls. The tokenizer is the checkpoint
+folder's `tokenizer.json`. Errors come in OpenAI's shape, `{"error": {"message", "type",
+"param", "code"}}`; a prompt longer than the context answers 400 `context_length_exceeded`,
+which the harness scores as the agent's `context_overflow`.
+
+The HTTP layer is its own rather than `harness.openai_server`'s: that one answers whole JSON
+bodies only, and this one also streams (chunked transfer encoding). One model answers one
+request at a time (a lock); connections are served by threads. The key/value cache of the last
+request is kept, so the prefix the next prompt shares with it (an agent's system prompt, tools
+and conversation so far) is not computed again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from training.chat import AssistantReply, parse_reply, render_prompt
+from training.checkpoint import CheckpointError, load_model, read_checkpoint
+from training.generate import KVCache, SamplingParams, stream_tokens
+from training.model import Transformer
+from training.tokenizer import END, EOS, TOOL_CALL, CodeTokenizer
+
+TOKENIZER_FILE = "tokenizer.json"
+DEFAULT_MAX_TOKENS = 256
+
+
+class ServeError(Exception):
+    """A checkpoint that cannot be served (one line)."""
+
+
+class RequestError(Exception):
+    """A request the server refuses, with its HTTP status and OpenAI error fields."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind, self.param, self.code = (
+            status,
+            message,
+            kind,
+            param,
+            code,
+        )
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.kind,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    include_usage: bool = False
+
+
+class ChatRequest(BaseModel):
+    """The fields of a chat-completions request this server uses; others are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    messages: list[dict[str, Any]] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    n: int = Field(default=1, ge=1, le=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Completion:
+    reply: AssistantReply
+    finish_reason: Literal["stop", "length", "tool_calls"]
+    usage: Usage
+
+
+def load_tokenizer(checkpoint: Path) -> CodeTokenizer:
+    path = checkpoint / TOKENIZER_FILE
+    if not path.is_file():
+        raise ServeError(f"{checkpoint}: no {TOKENIZER_FILE} in the checkpoint folder")
+    try:
+        return CodeTokenizer.load(path)
+    except (OSError, ValueError, Exception) as error:  # tokenizers raises its own Exception
+        raise ServeError(f"{path}: unreadable tokenizer: {error}") from None
+
+
+class ServedModel:
+    """A checkpoint ready to answer chat completions."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        tokenizer: CodeTokenizer,
+        name: str,
+        context_length: int | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        rope_base: float | None = None,
+    ) -> None:
+        if tokenizer.vocab_size > model.config.vocab_size:
+            raise ServeError(
+                f"tokenizer has {tokenizer.vocab_size} tokens, the model only "
+                f"{model.config.vocab_size}"
+            )
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.context_length = context_length or model.config.max_seq_len
+        self.max_tokens = max_tokens
+        self.rope_base = rope_base
+        self.stop_ids = {tokenizer.id(END), tokenizer.id(EOS)}
+        self.created = int(time.time())
+        self._lock = threading.Lock()
+        # the last sequence's keys and values: the next prompt's shared prefix is not recomputed
+        self._cache = KVCache.empty(len(model.blocks))
+
+    @classmethod
+    def load(
+        cls,
+        checkpoint: Path,
+        name: str | None = None,
+        context_length: int | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> ServedModel:
+        """The model of a complete checkpoint folder, named after it unless `name` is given.
+
+        The RoPE base is the one the checkpoint was trained at: `rope_base` in its
+        `state.json` when the trainer stored one there, else the model config's."""
+        try:
+            state = read_checkpoint(checkpoint).state
+            model = load_model(checkpoint)
+        except CheckpointError as error:
+            raise ServeError(str(error)) from None
+        tokenizer = load_tokenizer(checkpoint)
+        rope_base = state.get("rope_base")
+        return cls(
+            model,
+            tokenizer,
+            name or checkpoint.resolve().name,
+            context_length=context_length,
+            max_tokens=max_tokens,
+            rope_base=float(rope_base) if rope_base is not None else None,
+        )
+
+    # --- one request ---------------------------------------------------------------------
+
+    def prepare(self, request: ChatRequest) -> tuple[list[int], SamplingParams]:
+        """The prompt's token ids and how to sample, or a `RequestError`."""
+        if request.model != self.name:
+            raise RequestError(
+                404,
+                f"The model `{request.model}` does not exist (this server serves `{self.name}`)",
+                param="model",
+                code="model_not_found",
+            )
+        messages = [_normalized(m) for m in request.messages]
+        try:
+            text = render_prompt(messages, request.tools if request.tool_choice != "none" else None)
+        except ValueError as error:
+            raise RequestError(400, str(error), param="messages") from None
+        prompt = self.tokenizer.encode(text)
+        room = self.context_length - len(prompt)
+        if room < 1:
+            raise RequestError(
+                400,
+                f"This model's maximum context length is {self.context_length} tokens. "
+                f"However, your messages resulted in {len(prompt)} tokens. "
+                "Please reduce the length of the messages.",
+                param="messages",
+                code="context_length_exceeded",
+            )
+        wanted = request.max_completion_tokens or request.max_tokens or self.max_tokens
+        params = SamplingParams(
+            temperature=1.0 if request.temperature is None else request.temperature,
+            top_p=1.0 if request.top_p is None else request.top_p,
+            max_tokens=min(wanted, room),
+            seed=request.seed,
+        )
+        return prompt, params
+
+    def tokens(self, prompt: list[int], params: SamplingParams) -> Iterator[int]:
+        """Generated ids, one request at a time (the lock is held while iterating)."""
+        with self._lock, torch.inference_mode():
+            yield from stream_tokens(
+                self.model, prompt, params, self.stop_ids, self.rope_base, self._cache
+            )
+
+    def complete(self, request: ChatRequest) -> Completion:
+        prompt, params = self.prepare(request)
+        generated = list(self.tokens(prompt, params))
+        return self._completion(prompt, generated)
+
+    def _completion(self, prompt: list[int], generated: list[int]) -> Completion:
+        stopped = bool(generated) and generated[-1] in self.stop_ids
+        text = self.tokenizer.decode(generated[:-1] if stopped else generated)
+        reply = parse_reply(text)
+        finish: Literal["stop", "length", "tool_calls"] = "stop" if stopped else "length"
+        if reply.tool_calls and stopped:
+            finish = "tool_calls"
+        return Completion(reply, finish, Usage(len(prompt), len(generated)))
+
+    def stream(self, request: ChatRequest) -> Iterator[dict[str, Any]]:
+        """The completion as chat-completion chunks: text as it is generated (up to the first
+        tool call), then the rest of the text and the tool calls, the finish, the usage."""
+        prompt, params = self.prepare(request)
+        ident, created = _completion_id(), int(time.time())
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return self._envelope(ident, created, "chat.completion.chunk") | {"choices": [choice]}
+
+        yield chunk({"role": "assistant", "content": ""})
+        generated: list[int] = []
+        sent = ""
+        for token in self.tokens(prompt, params):
+            generated.append(token)
+            if token in self.stop_ids:
+                continue  # the last id: `stream_tokens` ends after it
+            text = self.tokenizer.decode(generated)
+            visible = text.split(TOOL_CALL, 1)[0]
+            # an unfinished UTF-8 sequence decodes as U+FFFD: wait for its last bytes
+            if len(visible) > len(sent) and not visible.endswith("\ufffd"):
+                yield chunk({"content": visible[len(sent) :]})
+                sent = visible
+        completion = self._completion(prompt, generated)
+        rest = completion.reply.content[len(sent) :]
+        if rest:
+            yield chunk({"content": rest})
+        for index, call in enumerate(completion.reply.tool_calls):
+            yield chunk({"tool_calls": [_tool_call(call, index)]})
+        yield chunk({}, completion.finish_reason)
+        if request.stream_options is not None and request.stream_options.include_usage:
+            usage = self._envelope(ident, created, "chat.completion.chunk")
+            yield usage | {"choices": [], "usage": completion.usage.as_dict()}
+
+    def completion_body(self, completion: Completion) -> dict[str, Any]:
+        calls = [_tool_call(call) for call in completion.reply.tool_calls]
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": completion.reply.content if completion.reply.content or not calls else None,
+        }
+        if calls:
+            message["tool_calls"] = calls
+        choice = {"index": 0, "message": message, "finish_reason": completion.finish_reason}
+        return self._envelope(_completion_id(), int(time.time()), "chat.completion") | {
+            "choices": [choice],
+            "usage": completion.usage.as_dict(),
+        }
+
+    def models_body(self) -> dict[str, Any]:
+        return {"object": "list", "data": [self.model_card()]}
+
+    def model_card(self) -> dict[str, Any]:
+        return {"id": self.name, "object": "model", "created": self.created, "owned_by": "training"}
+
+    def _envelope(self, ident: str, created: int, kind: str) -> dict[str, Any]:
+        return {"id": ident, "object": kind, "created": created, "model": self.name}
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def _tool_call(call: Any, index: int | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "type": "function",
+        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+    }
+    return body if index is None else {"index": index, **body}
+
+
+def _normalized(message: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's `developer` role is a system message to this template."""
+    if message.get("role") == "developer":
+        return {**message, "role": "system"}
+    return message
+
+
+# --- HTTP ---------------------------------------------------------------------------------
+
+
+def parse_request(raw: bytes) -> ChatRequest:
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RequestError(400, "the request body is not JSON") from None
+    if not isinstance(data, dict):
+        raise RequestError(400, "the request body is not a JSON object")
+    try:
+        return ChatRequest.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise RequestError(400, f"{where}: {first['msg']}", param=where) from None
+
+
+def _route(path: str) -> str:
+    """The path without query, trailing slash and `/v1` prefix."""
+    path = path.split("?", 1)[0].rstrip("/")
+    return path.removeprefix("/v1")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        served = self.server.served
+        route = _route(self.path)
+        if route == "/models":
+            self._json(200, served.models_body())
+        elif route == f"/models/{served.name}":
+            self._json(200, served.model_card())
+        elif route.startswith("/models/"):
+            name = route.removeprefix("/models/")
+            self._error(
+                RequestError(404, f"The model `{name}` does not exist", code="model_not_found")
+            )
+        elif route == "/health":
+            self._json(200, {"status": "ok"})
+        else:
+            self._error(RequestError(404, f"no route GET {self.path}", code="not_found"))
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if _route(self.path) != "/chat/completions":
+            self._error(RequestError(404, f"no route POST {self.path}", code="not_found"))
+            return
+        served = self.server.served
+        try:
+            request = parse_request(raw)
+            if request.stream:
+                self._stream(served.stream(request))
+            else:
+                self._json(200, served.completion_body(served.complete(request)))
+        except RequestError as error:
+            self._error(error)
+        except Exception as error:  # a fault here is the server's, said in OpenAI's shape
+            self._error(RequestError(500, f"{type(error).__name__}: {error}", "server_error"))
+
+    def _stream(self, chunks: Iterator[dict[str, Any]]) -> None:
+        first = next(chunks)  # raises a RequestError before any byte is sent
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        try:
+            self._event(first)
+            try:
+                for chunk in chunks:
+                    self._event(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                raise
+            except Exception as error:  # headers are out: the error goes as an event
+                message = f"{type(error).__name__}: {error}"
+                self._event(RequestError(500, message, "server_error").body())
+            self._send_chunk(b"data: [DONE]\n\n")
+            self._send_chunk(b"")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client left: stop generating for it
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+
+    def _event(self, data: dict[str, Any]) -> None:
+        self._send_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
+
+    def _send_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _error(self, error: RequestError) -> None:
+        self._json(error.status, error.body())
+
+    def _json(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], served: ServedModel) -> None:
+        super().__init__(address, _Handler)
+        self.served = served
+
+
+class ModelServer:
+    """Serves a `ServedModel` over HTTP in a background thread; use as a context manager."""
+
+    def __init__(self, served: ServedModel, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.served = served
+        self._server = _Server((host, port), served)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> ModelServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until interrupted."""
+        try:
+            self._server.serve_forever(poll_interval=0.2)
+        finally:
+            self._server.server_close()
+
+    def __enter__(self) -> ModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --- command line -------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m training.serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path, help="a complete checkpoint folder")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--model-name", help="the name clients ask for [default: the folder's]")
+    parser.add_argument(
+        "--context-length",
+        type=int,
+        help="prompt + reply tokens allowed [default: the model's max_seq_len]",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help="reply tokens when a request does not say",
+    )
+    parser.add_argument("--threads", type=int, help="torch CPU threads [default: torch's]")
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be at least 1, not {args.threads}")
+        torch.set_num_threads(args.threads)
+    try:
+        served = ServedModel.load(
+            args.checkpoint, args.model_name, args.context_length, args.max_tokens
+        )
+        server = ModelServer(served, args.host, args.port)
+    except (ServeError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"serving {served.name} at {server.base_url}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
