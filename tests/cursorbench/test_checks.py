@@ -18,7 +18,7 @@ from harness.results import TestOutcome as Outcome
 from harness.sandbox import choose_backend
 from tests.cursorbench.sdists import FILES, tiny_task
 
-V1_SAMPLE = ["boltons-mathutils", "jinja2-nativetypes"]
+V1_SAMPLE = ["boltons-mathutils", "jinja2-nativetypes", "cachetools-tlru"]
 
 
 @pytest.mark.slow
