@@ -1,7 +1,9 @@
 """Full task validation, the issue's five steps, for a built task; publish only what passes.
 
 1. Pristine tree (the original, hidden tests included): the test suite runs
-   `PRISTINE_RUNS` times in the sandbox; only tests that pass every time count.
+   `PRISTINE_RUNS` times in the sandbox; only tests that pass every time count. Tests
+   failing there with network errors (the sandbox has no network) refuse the task:
+   "tests need the network".
 2. Broken tree (the workspace with the hidden tests laid over it): FAIL_TO_PASS =
    stable tests that now fail or are missing (a module that no longer collects);
    at least `MIN_FAIL_TO_PASS`; a breakage that spills into many tests outside the
@@ -59,6 +61,12 @@ MAX_SPILL_SHARE = 0.10  # of the stable tests outside the hidden files
 MAX_SPILL = 25
 MIN_COVERAGE = 0.5
 COVERAGE_MARK = "CURSORBENCH-COVERAGE "
+# What a test prints when it reaches for the network inside the sandbox, which has none.
+NETWORK_ERRORS = (
+    "socket.gaierror", "Temporary failure in name resolution", "Name or service not known",
+    "Network is unreachable", "No address associated with hostname", "NewConnectionError",
+    "Failed to establish a new connection", "urllib.error.URLError", "ConnectTimeout",
+)  # fmt: skip
 
 
 class TaskValidation(BaseModel):
@@ -106,6 +114,31 @@ def backend_for(built: BuiltTask, backend: str) -> SandboxBackend:
     return sandboxes
 
 
+def network_signature(output: str) -> str:
+    """The first network error a test run's output shows, or ''."""
+    return next((error for error in NETWORK_ERRORS if error in output), "")
+
+
+def network_problem(runs: list[SuiteRun]) -> str | None:
+    """Tests that fail on the pristine tree with network errors need the network, which
+    the sandbox (and so grading) never has: such a task cannot be validated."""
+    failing = sorted(
+        {
+            t
+            for run in runs
+            for t, o in run.outcomes.items()
+            if o in (TestOutcome.FAILED, TestOutcome.ERROR)
+        }
+    )
+    signature = next((s for s in map(network_signature, (r.output for r in runs)) if s), "")
+    if not failing or not signature:
+        return None
+    return (
+        f"tests need the network: {len(failing)} fail on the pristine tree in the sandbox "
+        f"(no network) with {signature!r}, e.g. {failing[0]}"
+    )
+
+
 def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> list[SuiteRun]:
     """The original tree's runs, cached per source and test arguments (tasks of one
     package share them)."""
@@ -124,7 +157,11 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
     if cached.is_file():
         stored = json.loads(cached.read_text())
         return [
-            SuiteRun({k: TestOutcome(v) for k, v in run["outcomes"].items()}, run["duration_s"])
+            SuiteRun(
+                {k: TestOutcome(v) for k, v in run["outcomes"].items()},
+                run["duration_s"],
+                output=run.get("network", ""),
+            )
             for run in stored
         ]
     runs = [
@@ -139,7 +176,14 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
     ]
     if all(run.outcomes and not run.timed_out for run in runs):
         cached.parent.mkdir(parents=True, exist_ok=True)
-        data = [{"outcomes": run.outcomes, "duration_s": run.duration_s} for run in runs]
+        data = [
+            {
+                "outcomes": run.outcomes,
+                "duration_s": run.duration_s,
+                "network": network_signature(run.output),
+            }
+            for run in runs
+        ]
         cached.write_text(json.dumps(data))
     return runs
 
@@ -159,6 +203,9 @@ def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> 
             problems.append(f"pristine run {number} ran past {task.limits.test_timeout_s}s")
         if run.error and not run.outcomes:
             problems.append(f"pristine run {number}: {run.error}")
+    needs_network = network_problem(runs)
+    if needs_network:
+        problems.append(needs_network)
     stable = sorted(
         test
         for test, outcome in runs[0].outcomes.items()

@@ -89,8 +89,8 @@ def place_sdist(home: Path, data: bytes, name: str = "tinypkg-1.0.tar.gz") -> st
     return digest
 
 
-def tiny_task(home: Path, task_dir: Path, **changes: object) -> Task:
-    sha = place_sdist(home, make_sdist())
+def tiny_task(home: Path, task_dir: Path, files: dict[str, str] = FILES, **changes: object) -> Task:
+    sha = place_sdist(home, make_sdist(files))
     data = {
         "id": "tinypkg-extra",
         "suite_version": "test",

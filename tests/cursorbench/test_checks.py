@@ -8,18 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.checks import stub_changes, validate_full
+from cursorbench.checks import network_problem, stub_changes, validate_full
 from cursorbench.loader import load_tasks
 from cursorbench.suites import suite_path
+from cursorbench.testruns import SuiteRun
 from cursorbench.validate import validate_task
 from cursorbench.workspace import build
+from harness.results import TestOutcome as Outcome
 from harness.sandbox import choose_backend
-from tests.cursorbench.sdists import tiny_task
+from tests.cursorbench.sdists import FILES, tiny_task
 from tests.cursorbench.test_workspace import authored_task
 
 V1_SAMPLE = [
     "boltons-mathutils",
-    "jinja2-nativetypes",
+    "cachetools-tlru",
     "jinja2-sandbox-review",
     "boltons-iterutils-optimize",
 ]
@@ -64,6 +66,40 @@ def test_weak_or_wrong_tasks_are_rejected(cursorbench_home: Path, tmp_path: Path
     record = validate_full(build(weak), choose_backend("auto"))
     assert not record.valid
     assert "only 1 stable tests fail on the broken tree (need 5)" in record.problems
+
+
+def test_network_errors_on_the_pristine_tree_mean_the_tests_need_the_network() -> None:
+    fetch, other = "tests/test_net.py::test_fetch", "tests/test_net.py::test_other"
+    outcomes = {fetch: Outcome.FAILED, other: Outcome.PASSED}
+    offline = "E   socket.gaierror: [Errno -3] Temporary failure in name resolution"
+    assert network_problem([SuiteRun(outcomes, 1.0, output=offline)] * 3) == (
+        "tests need the network: 1 fail on the pristine tree in the sandbox (no network) "
+        f"with 'socket.gaierror', e.g. {fetch}"
+    )
+    assert network_problem([SuiteRun(outcomes, 1.0, output="E   AssertionError")]) is None
+    passing = {fetch: Outcome.PASSED}
+    assert network_problem([SuiteRun(passing, 1.0, output="socket.gaierror in a log")]) is None
+
+
+NET_TEST = (
+    "import socket\n\n\n"
+    "def test_fetch():\n"
+    "    socket.create_connection(('pypi.org', 443), timeout=10).close()\n"
+)
+
+
+@pytest.mark.slow
+def test_a_task_whose_tests_need_the_network_is_refused(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    backend = choose_backend("auto")
+    if backend == "subprocess":
+        pytest.skip("the subprocess backend does not cut the network")
+    files = {**FILES, "tests/test_net.py": NET_TEST}
+    record = validate_full(build(tiny_task(cursorbench_home, tmp_path, files)), backend)
+    assert not record.valid
+    assert any(p.startswith("tests need the network: 1 fail") for p in record.problems)
+    assert "tests/test_net.py::test_fetch" in next(p for p in record.problems if "network" in p)
 
 
 @pytest.mark.slow

@@ -1,0 +1,45 @@
+"""The builder and validator are general, not fitted to the v1 suite: a task file written
+for a package the suite does not use (inflection, whose sdist ships its tests) builds and
+passes full validation with the suite's own commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cursorbench.loader import load_tasks
+from cursorbench.suites import suite_path
+from cursorbench.task import PackageSource
+
+TASK = Path(__file__).parent / "data" / "inflection-plurals.yaml"
+CLI = [sys.executable, "-m", "cursorbench.cli"]
+
+
+def test_the_generality_task_uses_a_package_the_suite_does_not() -> None:
+    (task,) = load_tasks([TASK])
+    suite = {
+        t.source.name for t in load_tasks([suite_path("v1")]) if isinstance(t.source, PackageSource)
+    }
+    assert isinstance(task.source, PackageSource)
+    assert task.source.name not in suite
+
+
+@pytest.mark.slow
+def test_a_task_for_another_package_builds_and_validates(tmp_path: Path) -> None:
+    """Fetches the pinned sdist (network to the package index), then the full checks."""
+    env = os.environ.copy()
+    report = tmp_path / "report"
+    done = subprocess.run(
+        [*CLI, "tasks", "validate", "--tasks", str(TASK), "--report", str(report)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = json.loads((report / "validation.json").read_text())["tasks"]
+    assert record["valid"] and record["problems"] == []
+    assert record["fail_to_pass"] >= 5 and record["reference_resolved"]
+    assert not record["untouched_resolved"] and not record["stub_resolved"]
