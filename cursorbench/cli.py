@@ -48,6 +48,7 @@ from cursorbench.report import print_run, tests_table
 from cursorbench.stats import (
     TaskRow,
     load_validation,
+    merge_validation_reports,
     print_stats,
     suite_stats,
     write_validation_report,
@@ -327,6 +328,23 @@ def tasks_show(task_id: str, tasks: TasksOption = None, suite: SuiteOption = Non
         names = ", ".join(task.id for task in found)
         raise TaskFileError(f"{task_id!r} matches {len(found)} tasks ({names}); name one")
     console.print_json(found[0].model_dump_json())
+
+
+@tasks_app.command("merge-reports")
+def tasks_merge_reports(
+    reports: Annotated[list[Path], typer.Argument(help="validation.json files or their folders.")],
+    into: Annotated[
+        Path, typer.Option(help="Folder for the merged VALIDATION.md and validation.json.")
+    ],
+) -> None:
+    """Merge validation reports (one run per task, or runs on several machines) into one; the
+    later run's record of a task wins."""
+    try:
+        merged = merge_validation_reports(reports, into)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+    valid = sum(r.valid for r in merged)
+    console.print(f"{valid} of {len(merged)} tasks valid; report: {into / 'VALIDATION.md'}")
 
 
 @tasks_app.command("validate")

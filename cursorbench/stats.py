@@ -76,24 +76,48 @@ def load_validation(suite_dir: Path) -> dict[str, TaskValidation]:
     return {item["id"]: TaskValidation.model_validate(item) for item in data["tasks"]}
 
 
+class ValidationRun(BaseModel):
+    """One `tasks validate` run that a report holds records from."""
+
+    date: str
+    duration_s: float
+    tasks: list[str]
+
+
 def write_validation_report(
-    folder: Path, records: list[TaskValidation], started: dt.datetime, seconds: float
+    folder: Path,
+    records: list[TaskValidation],
+    started: dt.datetime,
+    seconds: float,
+    runs: list[ValidationRun] | None = None,
 ) -> None:
-    """`validation.json` (machine-readable) and `VALIDATION.md` (for people)."""
+    """`validation.json` (machine-readable) and `VALIDATION.md` (for people).
+
+    `runs` is given when the records come from several runs (`merge_validation_reports`)."""
     folder.mkdir(parents=True, exist_ok=True)
     ok = sum(r.valid for r in records)
-    meta = {
+    meta: dict[str, Any] = {
         "date": started.isoformat(timespec="seconds"),
         "duration_s": round(seconds, 1),
         "valid": ok,
         "tasks": [r.model_dump() for r in records],
     }
+    if runs:
+        meta["runs"] = [run.model_dump() for run in runs]
     (folder / "validation.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    if runs and len(runs) > 1:
+        last = max(dt.datetime.fromisoformat(run.date) for run in runs)
+        when = (
+            f"Merged from {len(runs)} `cursorbench tasks validate` runs started between "
+            f"{started:%Y-%m-%d %H:%M} and {last:%Y-%m-%d %H:%M} UTC; "
+            f"{seconds / 60:.1f} minutes of validation in all; "
+        )
+    else:
+        when = f"Run on {started:%Y-%m-%d %H:%M} UTC; took {seconds / 60:.1f} minutes; "
     lines = [
         "# Validation report",
         "",
-        f"Run on {started:%Y-%m-%d %H:%M} UTC; took {seconds / 60:.1f} minutes; "
-        f"{ok} of {len(records)} tasks valid.",
+        f"{when}{ok} of {len(records)} tasks valid.",
         "",
         "Each task: the pristine tree's tests run 3 times (only tests passing every time "
         "count); the broken tree gives FAIL_TO_PASS (at least 5) and PASS_TO_PASS; the "
@@ -115,6 +139,39 @@ def write_validation_report(
             f"| {coverage} | {r.stub_fail_to_pass_passed} | {r.test_runtime_s:.1f} | {problems} |"
         )
     (folder / "VALIDATION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def merge_validation_reports(reports: list[Path], folder: Path) -> list[TaskValidation]:
+    """Combine `validation.json` files (from runs on other machines, or one run per task) into
+    one report in `folder`; where two reports hold the same task, the later run's record wins.
+    A report that is itself merged contributes its own runs."""
+    by_run: list[tuple[ValidationRun, list[TaskValidation]]] = []
+    for path in reports:
+        file = path / "validation.json" if path.is_dir() else path
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+            records = [TaskValidation.model_validate(item) for item in data["tasks"]]
+            runs = [ValidationRun.model_validate(run) for run in data.get("runs", [])] or [
+                ValidationRun(
+                    date=data["date"], duration_s=data["duration_s"], tasks=[r.id for r in records]
+                )
+            ]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{file}: not a validation report: {error}") from error
+        for run in runs:
+            by_run.append((run, [r for r in records if r.id in set(run.tasks)]))
+    if not by_run:
+        raise ValueError("no validation reports to merge")
+    by_run.sort(key=lambda item: dt.datetime.fromisoformat(item[0].date))
+    latest: dict[str, TaskValidation] = {}
+    for _, records in by_run:
+        latest.update({r.id: r for r in records})
+    runs = [run for run, _ in by_run]
+    started = dt.datetime.fromisoformat(runs[0].date)
+    seconds = sum(run.duration_s for run in runs)
+    merged = sorted(latest.values(), key=lambda r: r.id)
+    write_validation_report(folder, merged, started, seconds, runs)
+    return merged
 
 
 def print_stats(stats: dict[str, Any]) -> list[str]:

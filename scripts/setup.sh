@@ -36,3 +36,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   PYTHONWARNINGS=ignore::UserWarning .venv/bin/python -m pip install -q -e '.[dev]'
   touch "$stamp"
 fi
+# training/ needs torch. Installed without its dependency on Jinja2, which only torch's code
+# generation uses: the v1 suite builds tasks from Jinja2, and a copy in the environment the
+# agent's sandbox sees would hand it the answers (the build's leak scan refuses it).
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  .venv/bin/python -m pip install -q --no-deps torch==2.13.0
+  .venv/bin/python -m pip install -q filelock fsspec networkx sympy typing-extensions setuptools
+fi
+
