@@ -157,8 +157,9 @@ def _remove(path):
         os.unlink(path)
 
 
-def _empty_as(folders, uid):
-    """Empties `folders` in a child that has become `uid` (whose files they hold)."""
+def _empty_as(folders, uid, keep):
+    """Empties `folders` in a child that has become `uid` (whose files they hold), except the
+    entries in `keep[folder]`: what the folder held when the server started."""
     pid = os.fork()
     if pid == 0:
         try:
@@ -167,7 +168,8 @@ def _empty_as(folders, uid):
             os.setuid(uid)
             for folder in folders:
                 for name in os.listdir(folder):
-                    _remove(os.path.join(folder, name))
+                    if name not in keep.get(folder, ()):
+                        _remove(os.path.join(folder, name))
         except BaseException:
             os._exit(1)
         os._exit(0)
@@ -190,6 +192,10 @@ class Server:
     def __init__(self, path, program, fresh=()):
         self.program = program
         self.fresh = list(fresh)
+        # What the fresh folders hold before any command: the folders bubblewrap made to mount
+        # host paths under /tmp (a project or venv kept there), root's and read-only, which a
+        # command cannot write into; they stay, everything a command adds goes.
+        self.baseline = {folder: set(_entries(folder)) for folder in self.fresh}
         self.uid = None
         if path.startswith("fd:"):  # inherited, already listening
             self.listener = socket.socket(fileno=int(path[3:]))
@@ -311,12 +317,15 @@ class Server:
             time.sleep(0.001)
         return not _others()
 
+    def _added(self, folder):
+        return [name for name in _entries(folder) if name not in self.baseline.get(folder, ())]
+
     def clear_state(self):
         """Empties the fresh folders; False when the sandbox keeps state between commands."""
-        used = [folder for folder in self.fresh if _entries(folder)]
+        used = [folder for folder in self.fresh if self._added(folder)]
         if used and self.uid is not None:
-            _empty_as(used, self.uid)
-        if any(_entries(folder) for folder in self.fresh):
+            _empty_as(used, self.uid, self.baseline)
+        if any(self._added(folder) for folder in self.fresh):
             return False
         return not (self.fresh and _ipc_objects())
 
