@@ -60,12 +60,17 @@ def test_nothing_of_a_command_reaches_the_next(box: LocalSandbox) -> None:
         "cd /tmp; export LEFT=1; umask 077; sleep 300 & "
         "mkdir -p /tmp/d/e /var/tmp/v && touch /tmp/d/e/f /tmp/.hidden && chmod 0 /tmp/d"
     )
+    # /tmp holds nothing but the folders bubblewrap made to mount host paths kept under /tmp
+    # (a checkout or venv there), which a command cannot write into.
+    mount_points = served(box, "ls -A /tmp /var/tmp")
     served(box, leave)
     after = served(box, "pwd; echo LEFT=${LEFT:-}; umask; ls -A /tmp /var/tmp; ps -eo user,comm")
     lines = after.splitlines()
     assert lines[:3] == ["/workspace", "LEFT=", "0022"]
-    assert lines[3:6] == ["/tmp:", "", "/var/tmp:"]  # both empty
-    users = [line.split()[0] for line in lines[7:]]  # after the header of ps
+    listing = mount_points.splitlines()
+    assert lines[3 : 3 + len(listing)] == listing  # nothing the command left
+    assert "d" not in listing and ".hidden" not in listing and "v" not in listing
+    users = [line.split()[0] for line in lines[4 + len(listing) :]]  # after the header of ps
     assert sorted(users) == ["nobody", "root", "root"], after  # init, server, ps (bash exec)
     assert "sleep" not in after
     assert server_of(box).starts == 1
