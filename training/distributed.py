@@ -76,7 +76,7 @@ from training.model import (
 )
 from training.muon import (
     NS_STEPS,
-    as_blocks,
+    Muon,
     nesterov_momentum,
     orthogonalized_update,
     parameter_roles,
@@ -306,38 +306,13 @@ def _all_to_all(
     return received
 
 
-class ShardedMuon(torch.optim.Optimizer):
+class ShardedMuon(Muon):
     """`training.muon.Muon` for FSDP2-sharded (DTensor) parameters; same hyperparameters.
 
     Momentum, weight decay and the update are elementwise, so they run on each rank's shard;
     only the Newton-Schulz orthogonalization needs whole blocks (see the module docstring).
     Plain tensors (a single process) are orthogonalized in place like `Muon` does.
     """
-
-    def __init__(
-        self,
-        params: Iterable[torch.Tensor] | Iterable[dict[str, Any]],
-        lr: float = 0.02,
-        weight_decay: float = 0.1,
-        momentum: float = 0.95,
-        nesterov: bool = True,
-        ns_steps: int = NS_STEPS,
-        blocks: int = 1,
-    ) -> None:
-        if lr < 0 or weight_decay < 0 or not 0 <= momentum < 1:
-            raise ValueError(f"bad Muon settings: lr={lr} wd={weight_decay} momentum={momentum}")
-        defaults = {
-            "lr": lr,
-            "weight_decay": weight_decay,
-            "momentum": momentum,
-            "nesterov": nesterov,
-            "ns_steps": ns_steps,
-            "blocks": blocks,
-        }
-        super().__init__(params, defaults)
-        for group in self.param_groups:
-            for param in group["params"]:
-                as_blocks(torch.empty(param.shape, device="meta"), group["blocks"])
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]

@@ -131,7 +131,9 @@ class Muon(torch.optim.Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for param in group["params"]:
-                as_blocks(param.detach(), group["blocks"])  # raises on a shape that cannot split
+                # raises on a shape that cannot split; a meta tensor, so a sharded (DTensor)
+                # parameter is checked by its global shape
+                as_blocks(torch.empty(param.shape, device="meta"), group["blocks"])
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:  # type: ignore[override]

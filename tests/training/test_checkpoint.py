@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,6 @@ from training.checkpoint import (
     save_checkpoint,
 )
 from training.model import ModelConfig, MoEConfig, Transformer
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Toy-sized ops: one thread is faster, and far faster on a shared, busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 CONFIG = ModelConfig(
     vocab_size=40,

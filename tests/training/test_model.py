@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
@@ -17,15 +15,6 @@ from training.model import (
     rope_base_for_length,
     rope_tables,
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Toy-sized ops: one thread is faster, and far faster on a shared, busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _model(moe: bool = False, mtp: int = 0, seed: int = 0) -> Transformer:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
-import pytest
 import torch
 from torch import nn
 
@@ -18,15 +16,6 @@ from training.muon import (
     parameter_roles,
     rms_matching_scale,
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Toy-sized ops: one thread is faster, and far faster on a shared, busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -20,15 +19,6 @@ from training.speculative import (
     speculative_decode,
     total_variation,
 )
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """Toy-sized ops: one thread is faster, and far faster on a shared, busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_verification_samples_p_and_accepts_at_one_minus_total_variation() -> None:
