@@ -213,7 +213,8 @@ def main() -> None:
         f"| harness time per agent step, `read_file` (one confined read) | {1000 * read:.2f} ms |",
         f"| harness time per agent step, `run true` (command time excluded) | "
         f"{1000 * (run - command):.2f} ms |",
-        f"| one sandboxed command `true` on its own ({backend}) | {1000 * command:.2f} ms |",
+        f"| one sandboxed command `bash -c true` on its own ({backend}) | "
+        f"{1000 * command:.2f} ms |",
         f"| task build, cold (median of bundled tasks) | {prep['build_cold_ms']:.1f} ms |",
         f"| task build, cached | {prep['build_cached_ms']:.2f} ms |",
         f"| workspace preparation per attempt (copy + git baseline, "

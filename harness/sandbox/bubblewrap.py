@@ -95,8 +95,8 @@ class BubblewrapJail:
 
     def wrap_server(self, argv: Sequence[str], mounts: Sequence[Mount], cwd: str) -> Wrapped:
         """A command server (`cmdserver.py`) in a namespace kept for many commands: it stays
-        root inside, with SETUID and SETGID to become the sandbox user in each command it
-        forks and KILL to end what each leaves behind; the seccomp filter covers it and so
+        root inside, with SETUID and SETGID to start each command as the sandbox user and
+        KILL to end what each leaves behind; the seccomp filter covers it and so
         every command. Only where commands run as another user (`uid`): a server that
         shared their uid would be theirs to kill or to ask for commands."""
         if self.uid is None:

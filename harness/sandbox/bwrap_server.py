@@ -3,13 +3,13 @@
 Building a namespace costs milliseconds per command (a bare `bwrap true` is ~3.5 ms on a
 quiet machine, three times that under load). An agent's sandbox instead starts one
 bubblewrap namespace, built from the same options, with `cmdserver.py` in it, and each
-command is a fork of that server.
+command is spawned by that server (`posix_spawn`, see `cmdserver.py`).
 
 Each command is confined as a fresh namespace would confine it:
 - the same mounts, hidden paths, namespaces and seccomp filter: bubblewrap installs the
-  filter on the server, so every process forked from it carries it;
+  filter on the server, so every process it starts carries it;
 - the sandbox user `nobody`, groups cleared, no capabilities, no_new_privs, the file size
-  limit and OOM score 1000, set by the server in the forked child before exec;
+  limit and OOM score 1000, inherited from the server, which confines itself at start;
 - the sandbox's cgroup: the namespace is started inside it, server and all;
 - stateless: each command starts in /workspace with the scrubbed environment it is given;
   when it ends, times out or prints too much, every process of `nobody` in the namespace

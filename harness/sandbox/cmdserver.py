@@ -1,22 +1,31 @@
-"""The command server: runs inside a sandbox and forks one confined process per command.
+"""The command server: runs inside a sandbox and spawns one confined process per command.
 
 It is started once per sandbox (as the container's PID 1 under Docker, as the child of
 bubblewrap's init under bubblewrap), as root without capabilities beyond SETUID, SETGID
-and KILL, in the sandbox's own PID, mount, network and IPC namespaces, and listens on a
-Unix socket in a folder only root may enter, or on a listening socket it inherited
-(`fd:N`, bubblewrap: then no path inside the sandbox leads to it). Run as
+and KILL, with no_new_privs, in the sandbox's own PID, mount, network and IPC namespaces,
+and listens on a Unix socket in a folder only root may enter, or on a listening socket it
+inherited (`fd:N`, bubblewrap: then no path inside the sandbox leads to it). Run as
 `python -I -c SOURCE SOCKET [SECCOMP_FILE [FRESH_FOLDER ...]]` (or with the source read from
 a pipe, `/dev/fd/N`): it imports nothing but the standard library, since it runs under the
 sandbox's Python, not the harness's packages.
+
+At start the server confines itself as far as a command is confined, short of its user:
+supplementary groups cleared, no inheritable or ambient capability, no_new_privs, the
+harness's seccomp filter (where bubblewrap has not installed it already), umask 022, first
+in line for the OOM killer, every descriptor close-on-exec. What a command inherits from
+it is then what a command may have.
 
 One request per connection: a length-prefixed JSON header (argv, env, cwd, uid, file size
 limit) and, passed as descriptors (SCM_RIGHTS), the command's output pipe, its stdin and,
 for a report, the pipe it may append to (fd 3). The host keeps the other ends and reads
 them exactly as it reads a local subprocess (`process.collect`), so output caps, timeouts
-and the report channel work the same. Per command the server forks a child that starts a
-new session, takes the descriptors, volunteers as the OOM killer's first victim, caps
-file sizes, drops to the requested unprivileged uid (groups cleared, every capability
-gone, no_new_privs), installs the harness's seccomp filter, and execs the command.
+and the report channel work the same. Per command the server caps file sizes (its own
+hard limit, which its children inherit and cannot raise) and `posix_spawn`s the command
+in a new session with the descriptors in place and POSIX_SPAWN_RESETIDS: for the spawn
+alone the server's real uid and gid are the command's, so the child's effective ids
+become the command's before it execs, and at exec the kernel sets its saved ids to match
+and, as none of them is root, leaves it no capability. posix_spawn is a vfork: a fork of a
+Python process and an exec from it cost more than the rest of a command put together.
 
 When the command exits, or the host sends `K` (timeout, too much output) or hangs up,
 every process not owned by root in the namespace is SIGKILLed, repeatedly until none is
@@ -28,6 +37,12 @@ true when the sandbox kept state the server could not clear (a process that outl
 kill, a fresh folder it could not empty, a System V IPC object) and the host should start a
 fresh sandbox before the next command. Commands run one at a time: a second connection
 waits until the first ends.
+
+Outside the spawn the server's ids are all root's, so a command can neither signal nor
+trace it. During one (microseconds, while no other process of the command's user is
+alive) only the new child, still in the C library's spawn code, shares its real uid; a
+command that found the server in that state and killed it would get a fresh sandbox: the
+host replaces a server that dies.
 """
 
 import contextlib
@@ -61,75 +76,115 @@ _LIBC = None
 
 def _libc():
     global _LIBC
-    if _LIBC is None:  # loaded once, in the server: each forked child has it already
+    if _LIBC is None:
         _LIBC = ctypes.CDLL(None, use_errno=True)
     return _LIBC
 
 
-def _drop_capabilities(libc):
+def _keep_no_inheritable_capability(libc):
+    """Clears the inheritable and ambient sets, keeping the permitted and effective ones."""
     header = (ctypes.c_uint32 * 2)(CAP_VERSION_3, 0)
-    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable, twice: all empty
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable; low then high words
+    if libc.capget(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capget")
+    data[2] = data[5] = 0
     if libc.capset(header, data) != 0:
         raise OSError(ctypes.get_errno(), "capset")
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
 
 
-def _child(request, fds, program):
-    """In the forked child: confine, then exec. Never returns."""
+def confine_self(program):
+    """What every command inherits: see the module's docstring."""
+    libc = _libc()
+    os.setgroups([])
+    _keep_no_inheritable_capability(libc)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "no_new_privs")
+    if program:
+        buffer = ctypes.create_string_buffer(program)
+        prog = _Filter(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+        if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "seccomp")
+    os.umask(0o022)
     try:
-        os.setsid()
-        names = request["fds"]
-        given = dict(zip(names, fds, strict=True))
-        stdin = given.get("in")
-        if stdin is None:
-            stdin = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(stdin, 0)
-        os.dup2(given["out"], 1)
-        os.dup2(given["out"], 2)
-        if "report" in given:
-            os.dup2(given["report"], 3)
-        os.closerange(4 if "report" in given else 3, 65536)
-        try:
-            with open("/proc/self/oom_score_adj", "w") as file:
-                file.write("1000")
-        except OSError:
-            pass
-        size = request["fsize"]
+        with open("/proc/self/oom_score_adj", "w") as file:
+            file.write("1000")
+    except OSError:
+        pass
+    for name in os.listdir("/proc/self/fd"):  # the source pipe, an inherited listener
+        if int(name) > 2:
+            with contextlib.suppress(OSError):
+                os.set_inheritable(int(name), False)
+
+
+def _cap_file_size(size):
+    """Sets the file size limit commands inherit; lowering it needs no privilege."""
+    if resource.getrlimit(resource.RLIMIT_FSIZE) != (size, size):
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-        os.umask(0o022)
-        uid = request["uid"]
-        libc = _libc()
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        _drop_capabilities(libc)
-        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "no_new_privs")
-        if program:
-            buffer = ctypes.create_string_buffer(program)
-            prog = _Filter(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-            if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "seccomp")
-        os.chdir(request["cwd"])
-        argv = request["argv"]
-        os.execvpe(argv[0], argv, request["env"])
-    except BaseException as error:  # report anything, then leave
-        try:
-            os.write(2, f"sandbox: cannot run {request.get('argv')!r}: {error}\n".encode())
-        finally:
-            os._exit(127)
+
+
+def spawn(request, fds):
+    """Starts the command of `request` with its descriptors `fds`; its pid."""
+    uid = request["uid"]
+    if not isinstance(uid, int) or uid <= 0:
+        raise ValueError("commands run as an unprivileged user")
+    given = dict(zip(request["fds"], fds, strict=True))
+    if given.get("report") == 3:  # dup2 onto itself would keep close-on-exec set
+        given["report"] = os.dup(3)
+        fds.append(given["report"])
+    actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
+    if "in" in given:
+        actions = [(os.POSIX_SPAWN_DUP2, given["in"], 0)]
+    actions += [(os.POSIX_SPAWN_DUP2, given["out"], 1), (os.POSIX_SPAWN_DUP2, given["out"], 2)]
+    if "report" in given:
+        actions.append((os.POSIX_SPAWN_DUP2, given["report"], 3))
+    _cap_file_size(request["fsize"])
+    os.chdir(request["cwd"])
+    env = request["env"]
+    os.environ["PATH"] = env.get("PATH", os.defpath)  # posix_spawnp searches the caller's PATH
+    argv = request["argv"]
+    os.setresgid(uid, 0, 0)
+    os.setresuid(uid, 0, 0)
+    try:
+        return os.posix_spawnp(
+            argv[0],
+            argv,
+            env,
+            file_actions=actions,
+            setsid=True,
+            resetids=True,
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores both
+        )
+    finally:
+        os.setresuid(0, 0, 0)
+        os.setresgid(0, 0, 0)
+        os.chdir("/")
+
+
+def _read(path):
+    """A small /proc file's bytes; b"" when it cannot be read (the process is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 1 << 16)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _others():
-    """Live processes of the namespace not owned by root (never this server)."""
+    """Live processes of the namespace not owned by root, never this server or the
+    namespace's init (both root): with no stray process, one directory listing."""
     found = []
+    ours = {"1", str(os.getpid())}
     for name in os.listdir("/proc"):
-        if not name.isdigit():
+        if not name.isdigit() or name in ours:
             continue
-        try:
-            with open(f"/proc/{name}/status") as file:
-                status = file.read()
-        except OSError:
+        status = _read(f"/proc/{name}/status").decode(errors="replace")
+        if not status:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         uid = fields.get("Uid", "0").split()[0]
@@ -178,19 +233,12 @@ def _empty_as(folders, uid, keep):
 
 def _ipc_objects():
     """True when a System V shared memory segment, message queue or semaphore set exists."""
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as file:
-                if len(file.read().splitlines()) > 1:  # a header line, then one per object
-                    return True
-        except OSError:
-            pass
-    return False
+    # a header line, then one line per object
+    return any(_read(f"/proc/sysvipc/{kind}").count(b"\n") > 1 for kind in ("shm", "msg", "sem"))
 
 
 class Server:
-    def __init__(self, path, program, fresh=()):
-        self.program = program
+    def __init__(self, path, fresh=()):
         self.fresh = list(fresh)
         # What the fresh folders hold before any command: the folders bubblewrap made to mount
         # host paths under /tmp (a project or venv kept there), root's and read-only, which a
@@ -245,13 +293,20 @@ class Server:
             conn.close()
             print(f"cmdserver: bad request: {error}", file=sys.stderr)
             return
-        pid = os.fork()
-        if pid == 0:
-            _child(request, fds, self.program)
-        for fd in fds:
-            os.close(fd)
+        try:
+            pid = spawn(request, fds)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            pid = None
+            with contextlib.suppress(OSError, KeyError, IndexError):
+                out = fds[request["fds"].index("out")]
+                os.write(out, f"sandbox: cannot run {request.get('argv')!r}: {error}\n".encode())
+        finally:
+            for fd in fds:
+                os.close(fd)
         self.uid = request.get("uid")
         self.conn, self.pid, self.status = conn, pid, None
+        if pid is None:
+            self.status = 127  # nothing ran: the next `reap` answers
         self.selector.unregister(self.listener)  # one command at a time
         self.selector.register(conn, selectors.EVENT_READ)
 
@@ -259,7 +314,9 @@ class Server:
         size_bytes, fds = b"", []
         fd_space = socket.CMSG_SPACE(MAX_FDS * 4)
         while len(size_bytes) < 4:
-            data, ancillary, _, _ = conn.recvmsg(4 - len(size_bytes), fd_space)
+            data, ancillary, _, _ = conn.recvmsg(
+                4 - len(size_bytes), fd_space, socket.MSG_CMSG_CLOEXEC
+            )
             if not data:
                 raise ValueError("connection closed")
             size_bytes += data
@@ -300,7 +357,7 @@ class Server:
 
     def reap(self):
         self._reap_some()
-        if self.pid is not None and self.status is not None:
+        if self.conn is not None and self.status is not None:
             self.finish()
 
     def teardown(self):
@@ -351,8 +408,8 @@ def main():
     if len(sys.argv) > 2 and sys.argv[2] and os.path.exists(sys.argv[2]):
         with open(sys.argv[2], "rb") as file:
             program = file.read()
-    _libc()
-    server = Server(sys.argv[1], program, sys.argv[3:])
+    confine_self(program)
+    server = Server(sys.argv[1], sys.argv[3:])
     if sys.argv[1].startswith("fd:"):  # the host waits for this line before the first command
         os.write(1, b"ready\n")
     server.serve()

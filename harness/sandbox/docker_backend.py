@@ -7,11 +7,12 @@ mounts (the workspace's size is `disk_bytes`; tmpfs pages count against the memo
 limit, as under bubblewrap); memory (swap included) and process limits; every
 capability dropped but SETUID, SETGID and KILL, which only the command server keeps
 (`no-new-privileges` on everything); Docker's default seccomp profile plus the harness's
-own filter on each command. Its PID 1 is the command server (`cmdserver.py`), root
-inside, listening on a socket in a folder bind-mounted from the sandbox's host scratch
-(mode 0700, so commands, which never run as root, cannot reach it). Each command is
-forked by the server as `nobody` (65534), with no capabilities, `no_new_privs`, and its
-file size capped; when it ends, every unprivileged process in the container is killed.
+own filter, which the server installs on itself at start and every command inherits.
+Its PID 1 is the command server (`cmdserver.py`), root inside, listening on a socket in
+a folder bind-mounted from the sandbox's host scratch (mode 0700, so commands, which never
+run as root, cannot reach it). Each command is spawned by the server as `nobody` (65534),
+with no capabilities, `no_new_privs`, and its file size capped; when it ends, every
+unprivileged process in the container is killed.
 
 Who owns the workspace decides what `read_only` means, since a running container's
 mounts cannot change per command: an agent's sandbox (`track_changes`) belongs to

@@ -15,6 +15,7 @@ import pytest
 from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
 from harness.sandbox.bubblewrap import unprivileged_user_available
 from harness.sandbox.bwrap_server import CommandServer
+from harness.sandbox.cmdclient import run_served
 from harness.sandbox.local import LocalSandbox
 
 pytestmark = pytest.mark.skipif(
@@ -74,6 +75,50 @@ def test_nothing_of_a_command_reaches_the_next(box: LocalSandbox) -> None:
     assert sorted(users) == ["nobody", "root", "root"], after  # init, server, ps (bash exec)
     assert "sleep" not in after
     assert server_of(box).starts == 1
+
+
+def status_fields(text: str) -> dict[str, str]:
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+
+
+def test_a_command_holds_no_privilege_and_nothing_of_the_server(box: LocalSandbox) -> None:
+    # The server is root with SETUID, SETGID and KILL; what its commands inherit must be
+    # what a fresh namespace per command gave them: nobody, no capability at all.
+    fields = status_fields(served(box, "cat /proc/self/status"))
+    assert fields["Uid"].split() == ["65534"] * 4 and fields["Gid"].split() == ["65534"] * 4
+    assert fields["Groups"] == ""
+    for capability in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(fields[capability], 16) == 0, capability
+    assert fields["NoNewPrivs"] == "1"
+    ignored = int(fields["SigIgn"], 16)
+    for number in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM):
+        assert not ignored & (1 << (number - 1)), number  # Python ignores some; commands don't
+    descriptors = served(box, "for fd in /proc/self/fd/*; do readlink $fd; done")
+    assert "socket:" not in descriptors and "server.log" not in descriptors, descriptors
+    assert len(descriptors.split()) <= 4, descriptors  # 0, 1, 2 and the listing's own
+    size = box.jail.max_file_bytes // 1024
+    assert served(box, "ulimit -f; ulimit -Hf; ulimit -f unlimited 2>/dev/null || echo kept") == (
+        f"{size}\n{size}\nkept\n"
+    )
+
+
+def test_a_program_that_cannot_start_exits_127_with_one_line(box: LocalSandbox) -> None:
+    done = box.execute(["no-such-program"], timeout=10)
+    assert done.exit_code == 127
+    assert done.output.startswith("sandbox: cannot run ['no-such-program']:")
+    assert done.output.count("\n") == 1
+    assert served(box, "echo next") == "next\n"
+    assert server_of(box).starts == 1
+
+
+def test_the_server_refuses_to_run_a_command_as_root(box: LocalSandbox) -> None:
+    server = server_of(box)
+    served(box, "true")
+    done = run_served(
+        server.socket, ["id", "-u"], uid=0, cwd="/workspace", env={"PATH": "/usr/bin:/bin"},
+        timeout=10, file_bytes=1 << 20,
+    ).completed  # fmt: skip
+    assert done.exit_code == 127 and "unprivileged" in done.output
 
 
 def test_the_agent_cannot_kill_the_server(box: LocalSandbox) -> None:
