@@ -40,7 +40,10 @@ fi
 # generation uses: the v1 suite builds tasks from Jinja2, and a copy in the environment the
 # agent's sandbox sees would hand it the answers (the build's leak scan refuses it).
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  # Its other dependencies first: installed last, with --no-deps, torch is checked by no
+  # later resolver run, so set-up prints no warning about the Jinja2 it goes without.
+  .venv/bin/python -m pip install -q filelock fsspec networkx sympy typing-extensions \
+    'setuptools>=77.0.3'
   .venv/bin/python -m pip install -q --no-deps torch==2.13.0
-  .venv/bin/python -m pip install -q filelock fsspec networkx sympy typing-extensions setuptools
 fi
 
