@@ -22,10 +22,11 @@ them exactly as it reads a local subprocess (`process.collect`), so output caps,
 and the report channel work the same. Per command the server caps file sizes (its own
 hard limit, which its children inherit and cannot raise) and `posix_spawn`s the command
 in a new session with the descriptors in place and POSIX_SPAWN_RESETIDS: for the spawn
-alone the server's real uid and gid are the command's, so the child's effective ids
-become the command's before it execs, and at exec the kernel sets its saved ids to match
-and, as none of them is root, leaves it no capability. posix_spawn is a vfork: a fork of a
-Python process and an exec from it cost more than the rest of a command put together.
+alone the real uid and gid of the thread that spawns are the command's, so the child's
+effective ids become the command's before it execs, and at exec the kernel sets its saved
+ids to match and, as none of them is root, leaves it no capability. posix_spawn is a vfork:
+a fork of a Python process and an exec from it cost more than the rest of a command put
+together.
 
 When the command exits, or the host sends `K` (timeout, too much output) or hangs up,
 every process not owned by root in the namespace is SIGKILLed, repeatedly until none is
@@ -38,23 +39,31 @@ kill, a fresh folder it could not empty, a System V IPC object) and the host sho
 fresh sandbox before the next command. Commands run one at a time: a second connection
 waits until the first ends.
 
-Outside the spawn the server's ids are all root's, so a command can neither signal nor
-trace it. During one (microseconds, while no other process of the command's user is
-alive) only the new child, still in the C library's spawn code, shares its real uid; a
-command that found the server in that state and killed it would get a fresh sandbox: the
-host replaces a server that dies.
+Commands can neither signal nor trace the server: a signal to a process (`kill PID`,
+`kill -1`, `pkill`) is checked against its main thread's ids, root's throughout. Spawns
+run on a second thread, the spawner, and only its ids change, by system call (the C
+library's wrappers would change every thread's), and only until the spawn returns: the new
+command, which runs from its exec on, may meet the spawner with its own real uid. So a
+command that sent SIGKILL to that thread by its thread id (`tgkill`) at that moment would
+kill the server, and get a fresh sandbox for its next command, as after any server death
+(the host replaces a server that dies); nothing else of the server is within its reach
+(tracing and /proc/PID/mem need every id to match, and the effective one is root's). On an
+architecture whose system call numbers are not listed here the whole process changes ids
+for the spawn, and `kill -1` in that window reaches it too.
 """
 
 import contextlib
 import ctypes
 import json
 import os
+import queue
 import resource
 import selectors
 import signal
 import socket
 import struct
 import sys
+import threading
 import time
 
 PR_SET_NO_NEW_PRIVS = 38
@@ -123,8 +132,32 @@ def _cap_file_size(size):
         resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
+# setresuid and setresgid by number: the C library's wrappers change every thread's ids,
+# the system calls only the caller's.
+_ID_CALLS = {"x86_64": (117, 119), "aarch64": (147, 149)}  # (setresuid, setresgid)
+
+
+def _set_ids(uid, gid):
+    """Sets this thread's real ids, keeping root as its effective and saved ones."""
+    libc = _libc()
+    numbers = _ID_CALLS.get(os.uname().machine)
+    if numbers is None:  # elsewhere the whole process changes: see the module's docstring
+        os.setresgid(gid, 0, 0)
+        os.setresuid(uid, 0, 0)
+        return
+    setresuid, setresgid = numbers
+    if uid == 0:  # back to root: the uid first, which restores the right to change the gid
+        calls = [(setresuid, uid), (setresgid, gid)]
+    else:
+        calls = [(setresgid, gid), (setresuid, uid)]
+    for number, value in calls:
+        if libc.syscall(number, value, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "setresuid/setresgid")
+
+
 def spawn(request, fds):
-    """Starts the command of `request` with its descriptors `fds`; its pid."""
+    """Starts the command of `request` with its descriptors `fds`; its pid. Called from the
+    spawner thread alone (`Spawner`)."""
     uid = request["uid"]
     if not isinstance(uid, int) or uid <= 0:
         raise ValueError("commands run as an unprivileged user")
@@ -143,8 +176,7 @@ def spawn(request, fds):
     env = request["env"]
     os.environ["PATH"] = env.get("PATH", os.defpath)  # posix_spawnp searches the caller's PATH
     argv = request["argv"]
-    os.setresgid(uid, 0, 0)
-    os.setresuid(uid, 0, 0)
+    _set_ids(uid, uid)
     try:
         return os.posix_spawnp(
             argv[0],
@@ -156,9 +188,34 @@ def spawn(request, fds):
             setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores both
         )
     finally:
-        os.setresuid(0, 0, 0)
-        os.setresgid(0, 0, 0)
+        _set_ids(0, 0)
         os.chdir("/")
+
+
+class Spawner:
+    """Runs `spawn` on a thread of its own. Signals sent to the server (`kill -1`, `kill PID`,
+    `pkill`) are checked against its main thread's ids, which stay root's: only this thread's
+    real ids are ever the command's, and only during a spawn."""
+
+    def __init__(self):
+        self.requests = queue.SimpleQueue()
+        self.results = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="spawner", daemon=True).start()
+
+    def spawn(self, request, fds):
+        self.requests.put((request, fds))
+        error, pid = self.results.get()
+        if error is not None:
+            raise error
+        return pid
+
+    def _serve(self):
+        while True:
+            request, fds = self.requests.get()
+            try:
+                self.results.put((None, spawn(request, fds)))
+            except BaseException as error:  # handed to the caller
+                self.results.put((error, None))
 
 
 def _read(path):
@@ -268,6 +325,7 @@ class Server:
         self.conn = None
         self.pid = None
         self.status = None
+        self.spawner = Spawner()
 
     def serve(self):
         while True:
@@ -294,7 +352,7 @@ class Server:
             print(f"cmdserver: bad request: {error}", file=sys.stderr)
             return
         try:
-            pid = spawn(request, fds)
+            pid = self.spawner.spawn(request, fds)
         except (OSError, ValueError, KeyError, TypeError) as error:
             pid = None
             with contextlib.suppress(OSError, KeyError, IndexError):

@@ -128,6 +128,18 @@ def test_the_agent_cannot_kill_the_server(box: LocalSandbox) -> None:
     assert server_of(box).starts == 1
 
 
+def test_a_command_that_signals_everything_as_it_starts_never_hits_the_server(
+    box: LocalSandbox,
+) -> None:
+    # A command runs while its spawn returns: however soon it signals, the server's ids (of
+    # its main thread, which signals are checked against) are root's again or still.
+    for _ in range(40):
+        box.execute(["kill", "-9", "-1"], timeout=10)
+        box.execute(["pkill", "-9", "-f", "."], timeout=10)
+    assert served(box, "echo alive") == "alive\n"
+    assert server_of(box).starts == 1
+
+
 def test_a_killed_server_is_replaced_and_the_next_command_runs(box: LocalSandbox) -> None:
     server = server_of(box)
     served(box, "true")
