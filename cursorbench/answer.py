@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cursorbench.workspace import BuiltTask
 from harness import answers
+from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.spec import AnswerVerification
 
@@ -57,7 +58,7 @@ def stub_source(text: str, lines: set[int]) -> str:
     """Each outermost function holding any of `lines` keeps its signature; its body
     becomes `raise NotImplementedError`."""
     try:
-        tree = ast.parse(text)
+        tree = parse_module(text)
     except SyntaxError:
         return text
     targets: list[ast.FunctionDef | ast.AsyncFunctionDef] = []

@@ -38,6 +38,7 @@ from cursorbench.task import (
     Task,
 )
 from harness.errors import CursorBenchError
+from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask, with_behaviour_checks
@@ -305,7 +306,7 @@ def move_symbol(root: Path, operation: MoveSymbol) -> None:
         )
     path, target = root / operation.file, root / operation.into
     text = path.read_text(encoding="utf-8")
-    node = _find(ast.parse(text, filename=operation.file).body, operation.symbol, _DEFINITIONS)
+    node = _find(parse_module(text, filename=operation.file).body, operation.symbol, _DEFINITIONS)
     if node is None or node.end_lineno is None:
         raise BuildError(f"{operation.file}: no definition {operation.symbol!r}")
     decorators = getattr(node, "decorator_list", [])
@@ -321,7 +322,7 @@ def move_symbol(root: Path, operation: MoveSymbol) -> None:
 
 def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
     """Deletes a top-level def/class, or `Class.method`, with its decorators."""
-    body = ast.parse(source, filename=filename).body
+    body = parse_module(source, filename=filename).body
     *owners, name = symbol.split(".")
     for owner in owners:
         node = _find(body, owner, (ast.ClassDef,))

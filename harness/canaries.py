@@ -28,6 +28,8 @@ import copy
 import random
 from dataclasses import dataclass, field
 
+from harness.pyast import parse_module
+
 _STRAIGHT = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Assert, ast.Pass)
 _WORDS = ("parse", "render", "value", "empty", "basic", "edge", "mixed", "order", "round", "keys")
 
@@ -147,7 +149,7 @@ def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
             continue
         text = sources[path]
         try:
-            module = ast.parse(text)
+            module = parse_module(text)
         except (SyntaxError, ValueError):
             continue
         taken = {node.name for node in ast.walk(module) if isinstance(node, ast.FunctionDef)}

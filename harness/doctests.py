@@ -16,6 +16,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from harness.pyast import parse_module
 from harness.results import Failure, TestOutcome
 from harness.spec import DocsVerification
 
@@ -46,7 +47,7 @@ def _definition(module: ast.Module, dotted: str) -> ast.AST | None:
 
 def _calls(source: str, name: str) -> bool:
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except SyntaxError:
         return False
     for node in ast.walk(tree):
@@ -62,7 +63,7 @@ def _calls(source: str, name: str) -> bool:
 def example_problem(module_text: str, dotted: str) -> str | None:
     """Why `dotted` lacks an example calling it; None when it has one."""
     try:
-        module = ast.parse(module_text)
+        module = parse_module(module_text)
     except SyntaxError:
         return "the module does not parse"
     node = _definition(module, dotted)

@@ -38,6 +38,7 @@ from harness.patch import (
     link_leaves_workspace,
     split_patch,
 )
+from harness.pyast import parse_module
 from harness.results import Failure, Score, TestOutcome
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
@@ -105,7 +106,7 @@ def unused_name(rng: random.Random) -> str:
 
 def equivalent_source(text: str, local: str = "_unused") -> str:
     """The same module, behaving the same, with different text and bytecode."""
-    tree = _AddUnusedLocal(local).visit(ast.parse(text))
+    tree = _AddUnusedLocal(local).visit(parse_module(text))
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.patch import glob_regex
+from harness.pyast import parse_module
 from harness.scoring import FinalState, Records
 
 EDIT_TOOLS = ("write_file", "edit_file")
@@ -91,7 +92,7 @@ def parse(source: str | None) -> ast.Module | None:
     if source is None:
         return None
     try:
-        return ast.parse(source)
+        return parse_module(source)
     except SyntaxError:
         return None
 

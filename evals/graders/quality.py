@@ -37,6 +37,7 @@ from evals.graders.common import (
 )
 from evals.graders.complexity import complexity
 from evals.graders.lint import added_findings
+from harness.pyast import parse_module
 from harness.results import Score
 from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
@@ -178,7 +179,7 @@ def _is_code(text: str) -> bool:
     if not text or not re.search(r"[=(\[]|^return\b|^import\b", text):
         return False
     try:
-        ast.parse(text)
+        parse_module(text)
     except SyntaxError:
         return False
     return True
