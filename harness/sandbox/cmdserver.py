@@ -440,7 +440,7 @@ class Server:
         used = [folder for folder in self.fresh if self._added(folder)]
         if used and self.uid is not None:
             _empty_as(used, self.uid, self.baseline)
-        if any(self._added(folder) for folder in self.fresh):
+        if used and any(self._added(folder) for folder in used):
             return False
         return not (self.fresh and _ipc_objects())
 

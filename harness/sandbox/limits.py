@@ -171,10 +171,20 @@ def find_layout(mountinfo: str, proc_cgroup: str, v2_controllers: str = "") -> C
 
 
 def _read(path: Path) -> str:
+    """A small kernel file's text ("" when unreadable); read after every command, so bare."""
     try:
-        return path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
 
 
 def detect_layout() -> CgroupLayout | None:
