@@ -140,8 +140,8 @@ def prepare(
         task_options = task_options or sorted(replay.run.config.get("tasks", {}))  # type: ignore[arg-type]
         epochs = epochs or int(replay.run.config.get("epochs", 1))  # type: ignore[call-overload]
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
-    built = build_many(suite)
-    scenarios, eval_tasks = _eval_tasks(spec.evals)
+    # Checked before building (a cold build takes seconds per task): a mistyped backend or
+    # price table fails at once.
     try:
         backend_name = choose_backend(spec.sandbox.kind)
     except SandboxUnavailable as error:
@@ -149,6 +149,13 @@ def prepare(
     warnings = [] if backend_name != "subprocess" else [UNCONFINED_WARNING]
     price, price_warnings = _price(spec, name)
     warnings += price_warnings
+    db_url = spec.store.resolved_url() if isinstance(spec.store, SqlStoreSpec) else None
+    if store is None and db_url is not None:
+        from leaderboard.store import parse_url
+
+        parse_url(db_url)
+    built = build_many(suite)
+    scenarios, eval_tasks = _eval_tasks(spec.evals)
     if replay is not None:
         warnings += _replay_warnings(replay.run.config.get("tasks", {}), built)
     remote_executor = (
@@ -196,7 +203,6 @@ def prepare(
         client.on_retry = on_retry
         client.check()  # before the run folder or the store is touched: a bad one leaves nothing
         model = client
-    db_url = spec.store.resolved_url() if isinstance(spec.store, SqlStoreSpec) else None
     if store is None and db_url is not None:
         from leaderboard import open_store  # the leaderboard is the run's store, not the harness's
 

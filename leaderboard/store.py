@@ -76,14 +76,27 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def open_engine(url: str, *, connect_args: dict[str, Any] | None = None) -> Engine:
-    """An engine for `url` with the settings every user of the store needs (SQLite: WAL,
-    busy timeout, foreign keys; PostgreSQL: a connect timeout). Nothing is checked yet."""
+def parse_url(url: str) -> URL:
+    """`url` parsed, with its dialect and driver loaded; `StoreError` (one line) when no
+    engine could be made from it. Touches nothing, so a run checks it before its slow
+    set-up and opens the store only once the endpoint has answered."""
     shown = mask_url(url)
     try:
         parsed = make_url(url)
     except (SQLAlchemyError, ValueError) as exc:
         raise StoreError(_message("open", shown, exc, url, "not a valid database URL: ")) from exc
+    try:
+        parsed.get_dialect()
+    except (SQLAlchemyError, ImportError, ValueError) as exc:
+        raise StoreError(_message("open", shown, exc, url)) from exc
+    return parsed
+
+
+def open_engine(url: str, *, connect_args: dict[str, Any] | None = None) -> Engine:
+    """An engine for `url` with the settings every user of the store needs (SQLite: WAL,
+    busy timeout, foreign keys; PostgreSQL: a connect timeout). Nothing is checked yet."""
+    shown = mask_url(url)
+    parsed = parse_url(url)
     try:
         args = dict(connect_args or {})
         sqlite = parsed.get_backend_name() == "sqlite"
