@@ -140,8 +140,8 @@ def prepare(
         task_options = task_options or sorted(replay.run.config.get("tasks", {}))  # type: ignore[arg-type]
         epochs = epochs or int(replay.run.config.get("epochs", 1))  # type: ignore[call-overload]
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
-    # Checked before building (a cold build takes seconds per task): a mistyped backend or
-    # price table fails at once.
+    # Checked before building (a cold build takes seconds per task): a mistyped backend,
+    # price table or database URL fails at once.
     try:
         backend_name = choose_backend(spec.sandbox.kind)
     except SandboxUnavailable as error:

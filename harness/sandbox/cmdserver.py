@@ -135,17 +135,17 @@ def _cap_file_size(size):
 # setresuid and setresgid by number: the C library's wrappers change every thread's ids,
 # the system calls only the caller's.
 _ID_CALLS = {"x86_64": (117, 119), "aarch64": (147, 149)}  # (setresuid, setresgid)
+_ID_NUMBERS = _ID_CALLS.get(os.uname().machine)  # looked up once, not per command
 
 
 def _set_ids(uid, gid):
     """Sets this thread's real ids, keeping root as its effective and saved ones."""
-    libc = _libc()
-    numbers = _ID_CALLS.get(os.uname().machine)
-    if numbers is None:  # elsewhere the whole process changes: see the module's docstring
+    if _ID_NUMBERS is None:  # elsewhere the whole process changes: see the module's docstring
         os.setresgid(gid, 0, 0)
         os.setresuid(uid, 0, 0)
         return
-    setresuid, setresgid = numbers
+    libc = _libc()
+    setresuid, setresgid = _ID_NUMBERS
     if uid == 0:  # back to root: the uid first, which restores the right to change the gid
         calls = [(setresuid, uid), (setresgid, gid)]
     else:
