@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv-docs/bin/mkdocs ] || ! cmp -s docs/requirements.txt .venv-docs/requirements.txt; then
     python3 -m venv .venv-docs
-    .venv-docs/bin/python -m pip install --quiet --disable-pip-version-check -r docs/requirements.txt
+    .venv-docs/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir \
+        -r docs/requirements.txt
     cp docs/requirements.txt .venv-docs/requirements.txt
 fi
 export NO_MKDOCS_2_WARNING=1  # the theme's notice about its successor, on every build
