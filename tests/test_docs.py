@@ -13,6 +13,11 @@ README = ROOT / "README.md"
 # [text](target) or [text](target "title"); images too
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*(?:<([^>\n]+)>|([^)\s]+))(?:\s+\"[^\"]*\")?\s*\)")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.DOTALL | re.MULTILINE)
+TOP_FOLDERS = (
+    "cursorbench/", "harness/", "leaderboard/", "evals/", "training/", "tests/",
+    "benchmarks/", "scripts/", "examples/", "docs/", ".ci/",
+)  # fmt: skip
+PLACEHOLDERS = {"evals/scenarios/EVAL.yaml"}  # a pattern the text explains, not a file
 
 
 def load_generator() -> ModuleType:
@@ -38,6 +43,16 @@ def relative_links(markdown: str) -> list[str]:
     return targets
 
 
+def named_paths(markdown: str) -> set[str]:
+    """Repository paths named in code spans (`harness/grading.py`), globs left out."""
+    paths = set()
+    for span in re.findall(r"`([^`\n]+)`", markdown):
+        for token in re.findall(r"[\w./-]+", span):
+            if token.startswith(TOP_FOLDERS) and not re.search(r"[*{]", span):
+                paths.add(token.rstrip(".,;:"))
+    return paths
+
+
 def test_options_page_is_what_the_generator_writes_from_runspec() -> None:
     generator = load_generator()
     page = ROOT / "docs" / "reference" / "options.md"
@@ -60,6 +75,17 @@ def test_every_relative_link_in_the_readme_points_to_a_file() -> None:
     assert links, "the README links into docs/"
     missing = [link for link in links if not (ROOT / link).exists()]
     assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_every_repository_path_the_docs_name_exists() -> None:
+    pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+    missing = {
+        f"{page.relative_to(ROOT)}: {path}"
+        for page in pages
+        for path in named_paths(page.read_text(encoding="utf-8")) - PLACEHOLDERS
+        if not (ROOT / path).exists()
+    }
+    assert not missing, f"the docs name files that do not exist (moved?): {sorted(missing)}"
 
 
 def test_relative_links_are_found_and_urls_and_anchors_skipped() -> None:
