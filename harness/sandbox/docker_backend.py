@@ -51,6 +51,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox.baseline import NOT_CHANGES, diff_env, git_env
 from harness.sandbox.bubblewrap import empty_file, python_paths, scrubbed_env
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
@@ -320,7 +321,8 @@ class DockerSandbox(WorkspaceFiles):
         return done
 
     def run(self, command: str, timeout: float) -> Completed:
-        return self.execute(["bash", "-c", command], timeout=timeout)
+        # The agent's own pytest runs as grading's does (same plugins and flags).
+        return self.execute(["bash", "-c", command], timeout=timeout, env=AGENT_PYTEST_ENV)
 
     def _check_limits(self, raise_: bool = True) -> None:
         if self._limit is None and self._cgroup is not None:
