@@ -21,11 +21,11 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cursorbench.loader import TaskFileError, bundled_suite
+from cursorbench.loader import TaskFileError, bundled_suites
 from cursorbench.task import Task
 from cursorbench.workspace import READY_MARKER, BuiltTask, build, cache_home, task_digest
 
-SUITES = {"smoke": bundled_suite(), "v1": bundled_suite() / "v1"}
+SUITES = bundled_suites()
 
 
 def suite_path(name: str) -> Path:
