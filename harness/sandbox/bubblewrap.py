@@ -195,12 +195,8 @@ def python_bin_dir() -> Path:
 
 def python_paths() -> list[Path]:
     """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
-    paths = {
-        Path(sys.prefix).resolve(),
-        Path(sys.base_prefix).resolve(),
-        Path(sys.executable).resolve().parent,
-        python_bin_dir(),
-    }
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    paths.add(python_bin_dir())
     return sorted(path for path in paths if path.is_dir())
 
 
@@ -253,9 +249,9 @@ def bwrap_options(
     extra_caps: Sequence[str] = (),
 ) -> list[str]:
     args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
-    for path in PROC_READ_ONLY:
-        if os.path.exists(path):
-            args += ["--ro-bind", path, path]
+    for interface in PROC_READ_ONLY:
+        if os.path.exists(interface):
+            args += ["--ro-bind", interface, interface]
     args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
     pythons = python_paths()
     made: set[str] = set()

@@ -7,6 +7,7 @@ fails them under CI (`tests/conftest.py`), where `.ci/run` must exercise them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import sys
@@ -267,3 +268,26 @@ def test_bubblewrap_and_docker_give_identical_outcomes(
     assert failure is not None and failure.value == "tests_failed"
     assert any(outcome.value == "passed" for outcome in tests.values())
     assert any(outcome.value != "passed" for outcome in tests.values())
+
+
+def test_the_image_is_small_and_building_prunes_older_tags_only_of_its_own() -> None:
+    """Older fingerprints' tags go when an image is built (`prune_images`); an image of
+    another repository, even the same image under another name, stays."""
+    from harness.sandbox.engine import docker_client
+    from harness.sandbox.image import IMAGE_REPOSITORY, ensure_image, prune_images
+
+    client = docker_client()
+    tag = ensure_image(client)
+    current = client.images.get(tag)
+    assert current.attrs["Size"] < 800 * 2**20  # the harness's 2 GB environment, trimmed
+    old, other = f"{IMAGE_REPOSITORY}:old-test", "not-cursorbench:kept-by-prune"
+    current.tag(IMAGE_REPOSITORY, "old-test")
+    current.tag("not-cursorbench", "kept-by-prune")
+    try:
+        assert prune_images(client, keep=tag) == [old]
+        tags = set(client.images.get(tag).tags)
+        assert tag in tags and other in tags and old not in tags
+    finally:
+        for name in (old, other):
+            with contextlib.suppress(Exception):
+                client.images.remove(name)
