@@ -193,6 +193,19 @@ def python_bin_dir() -> Path:
     return Path(sys.executable).parent.resolve()
 
 
+def sandbox_python() -> str:
+    """The running interpreter as a sandboxed command can start it (see `python_bin_dir`)."""
+    return str(python_bin_dir() / Path(sys.executable).name)
+
+
+def with_sandbox_python(argv: Sequence[str]) -> list[str]:
+    """`argv`, with the harness's own `sys.executable` (grading's `python -P -m pytest`) as
+    `sandbox_python()`: a `..` in the path would walk through folders the sandbox lacks."""
+    if argv and argv[0] == sys.executable:
+        return [sandbox_python(), *argv[1:]]
+    return list(argv)
+
+
 def python_paths() -> list[Path]:
     """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}

@@ -35,6 +35,7 @@ from harness.sandbox.bubblewrap import (
     UnconfinedJail,
     python_bin_dir,
     scrubbed_env,
+    with_sandbox_python,
 )
 from harness.sandbox.bwrap_server import CommandServer
 from harness.sandbox.files import WorkspaceFiles, last_line
@@ -185,6 +186,7 @@ class LocalSandbox(WorkspaceFiles):
         baseline: bool = False,
         errors: str = "replace",
     ) -> Completed:
+        argv = with_sandbox_python(argv)
         if self.server is not None and not read_only and not baseline:
             with self.settings.command_slots or nullcontext():
                 served = self.server.run(
