@@ -19,6 +19,7 @@ from cursorbench.loader import (
 )
 from cursorbench.suites import suite_options
 from cursorbench.task import Category, FolderSource, PackageSource
+from harness.spec import Verification
 
 BUNDLED = bundled_suite() / "tasks" / "textkit-slugify.yaml"
 
@@ -40,6 +41,7 @@ def test_bundled_suite_loads_with_real_types() -> None:
     assert slugify.category is Category.NEW_FEATURE
     assert isinstance(slugify.source, FolderSource)
     assert slugify.source_dir().is_dir()
+    assert isinstance(slugify.verification, Verification)  # a pytest task
     assert all(isinstance(test, str) for test in slugify.verification.fail_to_pass)
     assert slugify.path == BUNDLED.resolve()
 
