@@ -13,6 +13,9 @@ from cursorbench.task import Task
 from harness.errors import CursorBenchError
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml's parser where PyYAML was built with it: v1's task files (long test lists) take
+# ~0.35 s each to parse in pure Python, which a lookup across suites would pay 61 times.
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 VERIFICATION_TAGS = ("pytest", "docs", "mutants", "answer")
 
 
@@ -37,7 +40,7 @@ def load_task(path: Path) -> Task:
     except OSError as error:
         raise TaskFileError(f"{path}: cannot read ({error.strerror})") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, SafeLoader)
     except (yaml.YAMLError, json.JSONDecodeError) as error:
         first = str(error).replace("\n", " ")[:200]
         raise TaskFileError(f"{path}: not valid {path.suffix[1:].upper()} ({first})") from None
@@ -126,18 +129,54 @@ def select_tasks(tasks: list[Task], patterns: list[str]) -> list[Task]:
 def tasks_from_options(values: list[str]) -> list[Task]:
     """`--tasks` values: task files or suite folders, else id globs over the bundled suite."""
     paths, globs = split_task_options(values)
-    return select_tasks(load_tasks(paths or [bundled_suite()]), globs)
+    locations = paths or [bundled_suite()]
+    return _select(load_tasks(locations), globs, locations)
 
 
 def tasks_from_options_reporting(values: list[str]) -> tuple[list[Task], list[str]]:
     """Like `tasks_from_options`, but bad task files are reported, not refused: the tasks
     that load and are selected, and one line per problem."""
     paths, globs = split_task_options(values)
-    tasks, problems = load_tasks_reporting(paths or [bundled_suite()])
+    locations = paths or [bundled_suite()]
+    tasks, problems = load_tasks_reporting(locations)
     try:
-        return select_tasks(tasks, globs), problems
+        return _select(tasks, globs, locations), problems
     except TaskFileError as error:
         return [], [*problems, str(error)]
+
+
+def _select(tasks: list[Task], patterns: list[str], locations: list[Path]) -> list[Task]:
+    """`select_tasks`; a pattern that matches nothing here but a task of another bundled
+    suite says which suite to ask for."""
+    try:
+        return select_tasks(tasks, patterns)
+    except TaskFileError as error:
+        hint = _in_another_suite(tasks, patterns, locations)
+        raise (TaskFileError(hint) if hint else error) from None
+
+
+def _in_another_suite(tasks: list[Task], patterns: list[str], locations: list[Path]) -> str:
+    """Where a pattern that matches none of `tasks` would match: e.g. "no task 'x' in the
+    smoke suite; it is in suite v1: add --suite v1"; "" when no bundled suite has it."""
+    missing = [p for p in patterns if not any(fnmatch.fnmatchcase(t.id, p) for t in tasks)]
+    if not missing:
+        return ""
+    pattern = missing[0]
+    suites = bundled_suites()
+    here = [name for name, path in suites.items() if [path.resolve()] == resolved(locations)]
+    for name, path in suites.items():
+        if name in here:
+            continue
+        found, _ = load_tasks_reporting([path])
+        if any(fnmatch.fnmatchcase(task.id, pattern) for task in found):
+            where = f"the {here[0]} suite" if here else ", ".join(map(str, locations))
+            advice = f"add --suite {name}" if here == [DEFAULT_SUITE] else f"use --suite {name}"
+            return f"no task {pattern!r} in {where}; it is in suite {name}: {advice}"
+    return ""
+
+
+def resolved(paths: list[Path]) -> list[Path]:
+    return [path.resolve() for path in paths]
 
 
 def split_task_options(values: list[str]) -> tuple[list[Path], list[str]]:
@@ -158,4 +197,13 @@ def split_task_options(values: list[str]) -> tuple[list[Path], list[str]]:
 
 
 def bundled_suite() -> Path:
+    """The folder of the default suite (`smoke`); the other bundled suites lie inside it."""
     return Path(__file__).parent / "suite"
+
+
+DEFAULT_SUITE = "smoke"
+
+
+def bundled_suites() -> dict[str, Path]:
+    """Every suite that ships with CursorBench, by name (see `cursorbench.suites`)."""
+    return {DEFAULT_SUITE: bundled_suite(), "v1": bundled_suite() / "v1"}

@@ -7,12 +7,14 @@
   first use and cached. Scores compare only within one suite version.
 
 `build_many` builds tasks in parallel threads (the work is mostly subprocesses:
-pip, grep) with a progress bar on stderr (when it is a terminal) if anything is not cached yet.
+pip, grep) with progress on stderr if anything is not cached yet: a bar on a terminal, one
+line per build started and finished elsewhere (CI logs, `2> file`).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,11 +23,12 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cursorbench.loader import TaskFileError, bundled_suite
+from cursorbench.loader import TaskFileError, bundled_suites
+from cursorbench.progress import BuildLog
 from cursorbench.task import Task
 from cursorbench.workspace import READY_MARKER, BuiltTask, build, cache_home, task_digest
 
-SUITES = {"smoke": bundled_suite(), "v1": bundled_suite() / "v1"}
+SUITES = bundled_suites()
 
 
 def suite_path(name: str) -> Path:
@@ -48,16 +51,30 @@ def _is_built(task: Task) -> bool:
     return (cache_home() / "workspaces" / f"{task.id}-{digest}" / READY_MARKER).exists()
 
 
-def build_many(tasks: list[Task], jobs: int | None = None) -> list[BuiltTask]:
-    """Builds every task (in parallel), in the order given; the first failure is raised."""
-    pending = [task for task in tasks if not _is_built(task)]
-    if len(pending) <= 1:
-        return [build(task) for task in tasks]
+def build_many(
+    tasks: list[Task],
+    jobs: int | None = None,
+    build_one: Callable[[Task], BuiltTask] = build,
+) -> list[BuiltTask]:
+    """Builds every task (in parallel), in the order given; the first failure is raised.
+
+    What is not cached yet shows progress on stderr: a bar on a terminal (for two or more),
+    elsewhere one line per build started and finished (`BuildLog`)."""
+    pending = {task.id for task in tasks if not _is_built(task)}
     workers = jobs or min(8, (os.cpu_count() or 2) * 2)
     console = Console(stderr=True)
-    if not console.is_terminal:  # no bar (and no stray output) when stderr is not a terminal
+    if pending and not console.is_terminal:
+        log = BuildLog(console, total=len(pending))
+
+        def logged(task: Task) -> BuiltTask:
+            if task.id not in pending:
+                return build_one(task)
+            return log.build(task.id, lambda: build_one(task))
+
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(build, tasks))
+            return list(pool.map(logged, tasks))
+    if len(pending) <= 1 or not console.is_terminal:
+        return [build_one(task) for task in tasks]
     columns = (TextColumn("building tasks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with (
         Progress(*columns, console=console, transient=True) as bar,
@@ -67,7 +84,7 @@ def build_many(tasks: list[Task], jobs: int | None = None) -> list[BuiltTask]:
 
         def one(task: Task) -> BuiltTask:
             try:
-                return build(task)
+                return build_one(task)
             finally:
                 bar.advance(progress)
 

@@ -19,6 +19,7 @@ import random
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from contextlib import nullcontext
 from contextvars import ContextVar
@@ -45,6 +46,9 @@ DEFAULT_REQUEST_TIMEOUT_S = 300.0  # one try of one request; see the README for 
 SHOWN_BODY_BYTES = 80  # of a junk reply, in error messages
 SHOWN_MODELS = 5  # of the models an endpoint serves, when it does not serve the one asked for
 ATTEMPT_HEADER = "X-CursorBench-Attempt"  # `task#epoch`, sent only where asked (replays)
+# The key sent where none was given (no --api-key, no OPENAI_API_KEY): a 401 then means
+# "give a key", not "your key was refused".
+KEY_NOT_GIVEN = "unused"
 CURRENT_ATTEMPT: ContextVar[str | None] = ContextVar("cursorbench_attempt", default=None)
 
 
@@ -152,7 +156,11 @@ class OpenAIChatModel:
         self.temperature = temperature
         self.request_timeout_s = request_timeout_s
         self._slots = connection_slots
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+        self._models_route_missing = False  # GET /models answered 404 (see `check`)
+        self.key_given = api_key not in ("", KEY_NOT_GIVEN)
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=api_key or KEY_NOT_GIVEN, max_retries=0
+        )
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
         """One reply. Each try gets `request_timeout_s`; a try that fails in a way worth
@@ -231,15 +239,21 @@ class OpenAIChatModel:
             )
         except openai.APIStatusError as error:
             if error.status_code in (404, 405):
+                self._models_route_missing = error.status_code == 404
                 return None
             raise self._unusable(error, "GET /models") from None
         try:
             return [str(model["id"]) for model in json.loads(raw.http_response.content)["data"]]
         except (ValueError, KeyError, TypeError):
             came = _what_came(raw.http_response)
-            raise EndpointUnusable(
-                f"{self.base_url}/models did not answer with a model list ({came}); "
+            suggested = suggested_base_url(self.base_url)
+            hint = (
                 "is the base URL right (most end in /v1)?"
+                if not suggested
+                else f"did you mean --base-url {suggested}?"
+            )
+            raise EndpointUnusable(
+                f"{self.base_url}/models did not answer with a model list ({came}); {hint}"
             ) from None
 
     def _probe_completion(self) -> None:
@@ -254,6 +268,13 @@ class OpenAIChatModel:
                 ),
             )
         except openai.APIStatusError as error:
+            if error.status_code == 404 and self._models_route_missing:
+                suggested = suggested_base_url(self.base_url)
+                if suggested:
+                    raise EndpointUnusable(
+                        f"{self.base_url} answered 404 for /models; "
+                        f"did you mean --base-url {suggested}?"
+                    ) from None
             if error.status_code == 404:
                 raise EndpointUnusable(
                     f"model {self.name!r} not served by {self.base_url} "
@@ -292,6 +313,11 @@ class OpenAIChatModel:
         self, error: openai.APIStatusError, asked: str, retries: int = 0
     ) -> EndpointUnusable:
         status = error.status_code
+        if status == 401 and not self.key_given:
+            return EndpointUnusable(
+                f"no API key given: set OPENAI_API_KEY or pass --api-key "
+                f"({self.base_url} answered HTTP 401)"
+            )
         if status == 401:
             return EndpointUnusable(f"endpoint {self.base_url} rejected the API key (HTTP 401)")
         if status == 403:
@@ -375,6 +401,15 @@ class _JunkReply(Exception):
         self.reason = reason
         self.response = response
         super().__init__(": ".join(part for part in (reason, _what_came(response)) if part))
+
+
+def suggested_base_url(base_url: str) -> str:
+    """`base_url` + `/v1`, where an OpenAI-style base URL would usually have it and this one
+    has no `/v1` part; "" otherwise."""
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or "v1" in parts.path.split("/"):
+        return ""
+    return base_url.rstrip("/") + "/v1"
 
 
 def _what_came(response: Any) -> str:

@@ -187,9 +187,29 @@ def unprivileged_user_available() -> bool:
     return os.geteuid() == 0 and shutil.which("setpriv") is not None
 
 
+def python_bin_dir() -> Path:
+    """The running interpreter's folder, absolute and without `..`: `sys.executable` keeps the
+    path it was started by (`../venv/bin/python`), which means nothing inside a sandbox."""
+    return Path(sys.executable).parent.resolve()
+
+
+def sandbox_python() -> str:
+    """The running interpreter as a sandboxed command can start it (see `python_bin_dir`)."""
+    return str(python_bin_dir() / Path(sys.executable).name)
+
+
+def with_sandbox_python(argv: Sequence[str]) -> list[str]:
+    """`argv`, with the harness's own `sys.executable` (grading's `python -P -m pytest`) as
+    `sandbox_python()`: a `..` in the path would walk through folders the sandbox lacks."""
+    if argv and argv[0] == sys.executable:
+        return [sandbox_python(), *argv[1:]]
+    return list(argv)
+
+
 def python_paths() -> list[Path]:
     """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    paths.add(python_bin_dir())
     return sorted(path for path in paths if path.is_dir())
 
 
@@ -242,9 +262,9 @@ def bwrap_options(
     extra_caps: Sequence[str] = (),
 ) -> list[str]:
     args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
-    for path in PROC_READ_ONLY:
-        if os.path.exists(path):
-            args += ["--ro-bind", path, path]
+    for interface in PROC_READ_ONLY:
+        if os.path.exists(interface):
+            args += ["--ro-bind", interface, interface]
     args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
     pythons = python_paths()
     made: set[str] = set()
@@ -279,15 +299,26 @@ def bwrap_options(
 
 
 @functools.cache
-def bubblewrap_works() -> bool:
-    """True when bubblewrap is installed and can build a namespace here."""
+def bubblewrap_problem() -> str | None:
+    """Why bubblewrap cannot build a namespace here, in bubblewrap's own words; None if it can."""
     if shutil.which(BWRAP) is None:
-        return False
+        return f"{BWRAP!r} is not on PATH (install the Debian package 'bubblewrap')"
     probe = [BWRAP, *bwrap_options([], "/", []), "true"]
     try:
-        return subprocess.run(probe, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return f"{BWRAP} did not start a namespace within 10 s"
+    except OSError as error:
+        return f"cannot start {BWRAP}: {error}"
+    if done.returncode == 0:
+        return None
+    said = done.stderr.strip().splitlines()
+    return f"{BWRAP} exited {done.returncode}: {said[-1] if said else 'no message'}"
+
+
+def bubblewrap_works() -> bool:
+    """True when bubblewrap is installed and can build a namespace here."""
+    return bubblewrap_problem() is None
 
 
 def default_hidden_paths() -> list[Path]:
@@ -304,7 +335,7 @@ def default_hidden_paths() -> list[Path]:
 
 def scrubbed_env(home: str) -> dict[str, str]:
     """The environment a sandboxed command sees: nothing of the harness's own."""
-    python_bin = str(Path(sys.executable).parent)
+    python_bin = str(python_bin_dir())
     return {
         "PATH": os.pathsep.join([python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": home,

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harness.sandbox.process import (
     KEEP_BYTES,
@@ -43,7 +44,7 @@ class ServedCommand:
 
     def __init__(self, conn: socket.socket, stdout: int) -> None:
         self.conn = conn
-        self.stdout = os.fdopen(stdout, "rb", buffering=0)
+        self.stdout: IO[bytes] | None = os.fdopen(stdout, "rb", buffering=0)
         self.returncode: int | None = None
         self.reply: dict = {}
         self.lost = False  # the server hung up without an answer

@@ -165,7 +165,7 @@ def spawn(request, fds):
     if given.get("report") == 3:  # dup2 onto itself would keep close-on-exec set
         given["report"] = os.dup(3)
         fds.append(given["report"])
-    actions = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
+    actions: list[tuple] = [(os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
     if "in" in given:
         actions = [(os.POSIX_SPAWN_DUP2, given["in"], 0)]
     actions += [(os.POSIX_SPAWN_DUP2, given["out"], 1), (os.POSIX_SPAWN_DUP2, given["out"], 2)]
@@ -198,8 +198,8 @@ class Spawner:
     real ids are ever the command's, and only during a spawn."""
 
     def __init__(self):
-        self.requests = queue.SimpleQueue()
-        self.results = queue.SimpleQueue()
+        self.requests: queue.SimpleQueue = queue.SimpleQueue()
+        self.results: queue.SimpleQueue = queue.SimpleQueue()
         threading.Thread(target=self._serve, name="spawner", daemon=True).start()
 
     def spawn(self, request, fds):
@@ -447,6 +447,7 @@ class Server:
     def finish(self):
         clean = self.teardown() and self.clear_state()
         conn, code = self.conn, self.status
+        assert conn is not None  # only a served command finishes
         self.conn, self.pid, self.status = None, None, None
         self.selector.unregister(conn)
         self.selector.register(self.listener, selectors.EVENT_READ)

@@ -51,8 +51,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox.baseline import NOT_CHANGES, diff_env, git_env
-from harness.sandbox.bubblewrap import empty_file, python_paths, scrubbed_env
+from harness.sandbox.bubblewrap import (
+    empty_file,
+    python_paths,
+    scrubbed_env,
+    with_sandbox_python,
+)
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
 from harness.sandbox.engine import docker_client
 from harness.sandbox.files import SERVICE_TIMEOUT_S, WorkspaceFiles, last_line
@@ -307,7 +313,7 @@ class DockerSandbox(WorkspaceFiles):
     ) -> Completed:
         uid = AGENT_UID if read_only else self.owner
         done = self._run(
-            argv,
+            with_sandbox_python(argv),
             uid,
             timeout=timeout,
             stdin=stdin,
@@ -320,7 +326,8 @@ class DockerSandbox(WorkspaceFiles):
         return done
 
     def run(self, command: str, timeout: float) -> Completed:
-        return self.execute(["bash", "-c", command], timeout=timeout)
+        # The agent's own pytest runs as grading's does (same plugins and flags).
+        return self.execute(["bash", "-c", command], timeout=timeout, env=AGENT_PYTEST_ENV)
 
     def _check_limits(self, raise_: bool = True) -> None:
         if self._limit is None and self._cgroup is not None:

@@ -7,13 +7,18 @@ filesystem assembled here, small and read-only at run time:
   manuals or translations;
 - the harness's own Python environment at its host path (the virtual environment and
   the interpreter it was made from, without the interpreter's own site-packages and test
-  suite), so the same Python and pytest run inside as under bubblewrap;
+  suite), so the same Python and pytest run inside as under bubblewrap; without the large
+  packages only the harness itself uses, outside any sandbox (`LEFT_OUT`: torch, ray,
+  pyarrow, playwright, ...), which would make the image 2 GB instead of a few hundred MB;
 - every shared library those programs load (found with `ldd`);
 - a minimal `/etc`: `passwd`/`group` with `root`, `nobody` and the grading user, the
   loader's configuration, `nsswitch.conf`, `alternatives`; nothing else of the host's.
 
-The image is tagged by a fingerprint of its inputs (paths, sizes, modification times,
-the dpkg database), so it is built once and rebuilt when the environment changes. What
+The image is tagged by a fingerprint of its inputs: each file's path, size, modification
+time and mode, each link's target, each folder's path and mode (never a folder's times,
+which change whenever anything is created in it: `/var/lib` gains the engine's data root),
+and the dpkg database. So it is built once and rebuilt only when what goes in changes;
+building a new one removes this repository's older tags (`prune_images`). What
 it does not hold: home folders, checkouts, caches, the task sources and the harness's
 own code; secrets that lie inside the Python environment are covered at run time
 (`SandboxSettings.hidden`).
@@ -23,9 +28,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import io
 import os
 import re
+import stat
 import subprocess
 import sys
 import tarfile
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
     import docker
 
 IMAGE_REPOSITORY = "cursorbench-base"
-IMAGE_VERSION = "2"  # bump when what goes in changes
+IMAGE_VERSION = "3"  # bump when what goes in changes
 PACKAGES = (
     "bash", "dash", "coreutils", "findutils", "grep", "sed", "mawk", "diffutils", "git",
     "tar", "gzip", "procps", "libc-bin", "debianutils", "sensible-utils",
@@ -54,6 +61,14 @@ SKIPPED_PYTHON = (
     "site-packages", "test", "idlelib", "tkinter", "ensurepip", "turtledemo",
     "config-3.11-x86_64-linux-gnu",
 )  # fmt: skip
+# Distributions of the harness's environment that no sandboxed command needs (training,
+# Ray, the dashboard and export, browser tests, the type checker): their top-level files
+# and folders stay out of the image. The suite's test dependencies (pyproject's `suite`
+# extra), pytest and its plugins stay in.
+LEFT_OUT = (
+    "torch", "ray", "pyarrow", "playwright", "pandas", "plotly", "sympy", "mpmath", "mypy",
+    "networkx", "tokenizers", "safetensors", "hf-xet", "huggingface-hub",
+)  # fmt: skip
 MERGED_USR = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_FILES = ("/etc/nsswitch.conf", "/etc/ld.so.conf", "/etc/ld.so.cache", "/etc/localtime")
 ETC_FOLDERS = ("/etc/ld.so.conf.d", "/etc/alternatives")
@@ -65,6 +80,7 @@ PASSWD = (
     "nobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n"
 )
 GROUP = f"root:x:0:\ncbgrader:x:{GRADER_UID}:\nnogroup:x:65534:\n"
+DPKG_STATUS = Path("/var/lib/dpkg/status")
 
 
 def _package_files(packages: Iterable[str]) -> list[str]:
@@ -78,13 +94,32 @@ def _package_files(packages: Iterable[str]) -> list[str]:
     ]
 
 
+def _left_out() -> dict[Path, set[str]]:
+    """Per site-packages folder, the top-level names only `LEFT_OUT` distributions use (a
+    name another distribution also has files under, a shared namespace, stays in)."""
+    by_folder: dict[Path, tuple[set[str], set[str]]] = {}
+    for dist in importlib.metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        folder = Path(str(dist.locate_file(""))).resolve()
+        tops = {f.parts[0] for f in dist.files or () if f.parts and f.parts[0] != ".."}
+        dropped, kept = by_folder.setdefault(folder, (set(), set()))
+        (dropped if name in LEFT_OUT else kept).update(tops)
+    return {folder: dropped - kept for folder, (dropped, kept) in by_folder.items()}
+
+
 def _python_files(skip_site: Path) -> Iterator[str]:
-    """Every file of the Python environment, without the base interpreter's site-packages."""
+    """Every file of the Python environment, without the base interpreter's site-packages
+    and the `LEFT_OUT` distributions."""
+    left_out = _left_out()
     for root in python_paths():
         for dirpath, dirnames, filenames in os.walk(root):
             here = Path(dirpath)
             if here.name.startswith("python3") and here.is_relative_to(skip_site):
                 dirnames[:] = [d for d in dirnames if d not in SKIPPED_PYTHON]
+            dropped = left_out.get(here.resolve(), set())
+            if dropped:
+                dirnames[:] = [d for d in dirnames if d not in dropped]
+                filenames = [f for f in filenames if f not in dropped]
             yield dirpath
             for name in [*filenames, *(d for d in dirnames if (here / d).is_symlink())]:
                 yield str(here / name)
@@ -155,20 +190,31 @@ def rootfs_paths() -> tuple[str, ...]:
 
 @functools.cache
 def fingerprint() -> str:
-    """A hash of what the image is made of: cheap to compute, changes when any input does
-    (bytecode caches aside)."""
-    digest = hashlib.sha256(IMAGE_VERSION.encode())
-    for path in _inputs():
+    """A hash of what the image is made of, cheap to compute (see the module docstring)."""
+    return inputs_fingerprint(_inputs())
+
+
+def inputs_fingerprint(paths: Iterable[str], dpkg_status: Path = DPKG_STATUS) -> str:
+    """What `fingerprint` hashes, for any list of input paths: a file by its path, size,
+    modification time and mode; a link by its target; a folder by its path and mode only
+    (its times change whenever anything is created in it). Bytecode caches are left out."""
+    digest = hashlib.sha256(f"{IMAGE_VERSION}\0{PASSWD}\0{GROUP}\n".encode())
+    for path in paths:
         if "/__pycache__" in path:  # written as Python runs; stale ones are ignored by Python
             continue
         try:
             info = os.lstat(path)
         except OSError:
             continue
-        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_mode}\n".encode())
-    status = Path("/var/lib/dpkg/status")
-    if status.exists():
-        digest.update(status.read_bytes())
+        if stat.S_ISDIR(info.st_mode):
+            line = f"{path}\0dir\0{info.st_mode}"
+        elif stat.S_ISLNK(info.st_mode):
+            line = f"{path}\0link\0{os.readlink(path)}"
+        else:
+            line = f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0{info.st_mode}"
+        digest.update(line.encode() + b"\n")
+    if dpkg_status.exists():
+        digest.update(dpkg_status.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -235,4 +281,24 @@ def ensure_image(client: docker.DockerClient) -> str:
             client.images.get(tag)
         except docker.errors.DockerException as error:
             raise SandboxUnavailable(f"cannot build the sandbox image: {error}") from None
+    prune_images(client, keep=tag)
     return tag
+
+
+def prune_images(client: docker.DockerClient, keep: str) -> list[str]:
+    """Removes this repository's tags but `keep` (images of earlier fingerprints); never an
+    image of another repository, nor one a container still uses (the engine refuses; it
+    stays for the next build to remove). Returns the tags removed."""
+    import docker.errors
+
+    removed: list[str] = []
+    for image in client.images.list(name=IMAGE_REPOSITORY):
+        for tag in image.tags:
+            if tag == keep or tag.partition(":")[0] != IMAGE_REPOSITORY:
+                continue
+            try:
+                client.images.remove(tag)
+            except docker.errors.APIError:
+                continue  # in use by a container (another run's sandbox)
+            removed.append(tag)
+    return removed

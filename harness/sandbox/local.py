@@ -27,12 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from harness.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox.baseline import Baseline, BaselineError, diff_env
 from harness.sandbox.bubblewrap import (
     BubblewrapJail,
     Mount,
     UnconfinedJail,
+    python_bin_dir,
     scrubbed_env,
+    with_sandbox_python,
 )
 from harness.sandbox.bwrap_server import CommandServer
 from harness.sandbox.files import WorkspaceFiles, last_line
@@ -183,6 +186,7 @@ class LocalSandbox(WorkspaceFiles):
         baseline: bool = False,
         errors: str = "replace",
     ) -> Completed:
+        argv = with_sandbox_python(argv)
         if self.server is not None and not read_only and not baseline:
             with self.settings.command_slots or nullcontext():
                 served = self.server.run(
@@ -224,7 +228,8 @@ class LocalSandbox(WorkspaceFiles):
         return done
 
     def run(self, command: str, timeout: float) -> Completed:
-        return self.execute(["bash", "-c", command], timeout=timeout)
+        # The agent's own pytest runs as grading's does (same plugins and flags).
+        return self.execute(["bash", "-c", command], timeout=timeout, env=AGENT_PYTEST_ENV)
 
     def _check_limits(self) -> None:
         if self._limit is None and self._cgroup is not None:
@@ -293,13 +298,19 @@ class LocalBackend:
         probe = scratch / "probe"
         probe.mkdir(exist_ok=True)
         sandbox = self.open(probe, scratch / "sandbox", track_changes=False)
+        command = ["python", "-P", "-c", "import pytest"]
         try:
-            done = sandbox.execute(["python", "-P", "-c", "import pytest"], timeout=60)
+            done = sandbox.execute(command, timeout=60)
         finally:
             sandbox.close()
         if done.exit_code != 0:
+            # Say what failed, not just where: the sandbox started; the interpreter did not.
             last = last_line(done.output) or "no output"
-            raise SandboxUnavailable(f"the {self.name} sandbox cannot run Python here: {last}")
+            raise SandboxUnavailable(
+                f"the {self.name} sandbox started, but `{' '.join(command[:2])} -c 'import "
+                f"pytest'` in it exited {done.exit_code} (python looked up in "
+                f"{python_bin_dir()}): {last}"
+            )
 
 
 def _chown(folder: Path, uid: int) -> None:

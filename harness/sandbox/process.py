@@ -189,7 +189,7 @@ def collect(
     assert proc.stdout is not None
     buffer = _HeadTail(keep_bytes)
     report = bytearray()
-    sinks = {proc.stdout.fileno(): buffer.add}
+    sinks: dict[int, Callable[[bytes], None]] = {proc.stdout.fileno(): buffer.add}
     if report_fd is not None:
         sinks[report_fd] = report.extend
     timed_out = limit_hit = eof = False

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.sandbox.bubblewrap import BubblewrapJail, UnconfinedJail, bubblewrap_works
+from harness.sandbox.bubblewrap import (
+    BubblewrapJail,
+    UnconfinedJail,
+    bubblewrap_problem,
+    bubblewrap_works,
+)
 from harness.sandbox.local import LocalBackend, SandboxSettings
 from harness.sandbox.protocol import SandboxBackend, SandboxUnavailable
 
 
 def bubblewrap_backend(settings: SandboxSettings) -> SandboxBackend:
-    if not bubblewrap_works():
-        raise SandboxUnavailable(
-            "bubblewrap cannot run here (install the Debian package 'bubblewrap')"
-        )
+    problem = bubblewrap_problem()
+    if problem is not None:
+        raise SandboxUnavailable(f"bubblewrap cannot run here: {problem}")
     jail = BubblewrapJail(settings.hidden, settings.limits.file_bytes)
     return LocalBackend(jail, settings)
 

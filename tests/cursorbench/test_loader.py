@@ -14,8 +14,12 @@ from cursorbench.loader import (
     load_tasks,
     load_tasks_reporting,
     select_tasks,
+    tasks_from_options,
+    tasks_from_options_reporting,
 )
+from cursorbench.suites import suite_options
 from cursorbench.task import Category, FolderSource, PackageSource
+from harness.spec import Verification
 
 BUNDLED = bundled_suite() / "tasks" / "textkit-slugify.yaml"
 
@@ -37,6 +41,7 @@ def test_bundled_suite_loads_with_real_types() -> None:
     assert slugify.category is Category.NEW_FEATURE
     assert isinstance(slugify.source, FolderSource)
     assert slugify.source_dir().is_dir()
+    assert isinstance(slugify.verification, Verification)  # a pytest task
     assert all(isinstance(test, str) for test in slugify.verification.fail_to_pass)
     assert slugify.path == BUNDLED.resolve()
 
@@ -117,3 +122,28 @@ def test_package_sources_are_part_of_the_format(tmp_path: Path) -> None:
     data = yaml.safe_load(path.read_text()) | {"source": source}
     path.write_text(yaml.safe_dump(data))
     assert isinstance(load_task(path).source, PackageSource)
+
+
+def test_a_task_of_another_bundled_suite_is_named_with_the_flag_to_add() -> None:
+    with pytest.raises(TaskFileError) as caught:
+        tasks_from_options(["jinja2-sandbox-review"])
+    assert str(caught.value) == (
+        "no task 'jinja2-sandbox-review' in the smoke suite; it is in suite v1: add --suite v1"
+    )
+    assert [t.id for t in tasks_from_options(suite_options("v1", ["jinja2-sandbox-review"]))] == [
+        "jinja2-sandbox-review"
+    ]
+    with pytest.raises(TaskFileError) as caught:
+        tasks_from_options(suite_options("v1", ["textkit-slugify"]))
+    assert str(caught.value) == (
+        "no task 'textkit-slugify' in the v1 suite; it is in suite smoke: use --suite smoke"
+    )
+    found, problems = tasks_from_options_reporting(["jinja2-*"])
+    assert found == [] and problems == [
+        "no task 'jinja2-*' in the smoke suite; it is in suite v1: add --suite v1"
+    ]
+
+
+def test_a_task_in_no_bundled_suite_lists_the_known_ones() -> None:
+    with pytest.raises(TaskFileError, match=r"^no task matches 'nope' \(known: ledger-csv, "):
+        tasks_from_options(["nope"])

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import io
+import re
 from datetime import UTC, datetime
 
+import pytest
 from rich.console import Console
 
-from cursorbench.progress import RunProgress, clock
+from cursorbench.loader import bundled_suite, load_tasks, select_tasks
+from cursorbench.progress import BuildLog, RunProgress, clock
+from cursorbench.suites import build_many
+from cursorbench.workspace import build
 from harness.model import RetryNotice
 from harness.results import AttemptResult, Failure, Status, Usage
 
@@ -60,3 +66,40 @@ def test_in_a_log_each_attempt_and_retry_is_one_plain_line() -> None:
 
 def test_clock() -> None:
     assert [clock(5), clock(65), clock(3725)] == ["5s", "1m05s", "1h02m"]
+
+
+def test_a_build_log_prints_a_line_when_each_build_starts_and_ends() -> None:
+    out = io.StringIO()
+    log = BuildLog(Console(file=out, force_terminal=False, width=40), total=2)
+    assert log.build("a-task-with-a-long-name", lambda: 7) == 7
+    with pytest.raises(RuntimeError):
+        log.build("b", _fails)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 4  # never wrapped, however narrow the log
+    assert lines[0] == "[build 0/2] a-task-with-a-long-name started"
+    assert re.fullmatch(
+        r"\[build 1/2\] a-task-with-a-long-name built in \d+\.\ds \(elapsed \d+s\)", lines[1]
+    )
+    assert lines[2] == "[build 1/2] b started"
+    assert re.fullmatch(r"\[build 2/2\] b failed after \d+\.\ds \(elapsed \d+s\)", lines[3])
+
+
+def _fails() -> int:
+    raise RuntimeError("no")
+
+
+def test_task_builds_print_progress_lines_when_stderr_is_not_a_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`build_many` (what `cursorbench run` and `build` call) under a log: one line per
+    uncached build started and finished; a second call, all cached, prints nothing."""
+    tasks = select_tasks(load_tasks([bundled_suite()]), ["textkit-*"])
+    unscanned = functools.partial(build, scan=False)  # the leak scan is not what is shown
+    built = build_many(tasks, build_one=unscanned)
+    assert [b.task.id for b in built] == [t.id for t in tasks]
+    lines = capsys.readouterr().err.splitlines()
+    assert sorted(line.split()[2] for line in lines) == sorted(2 * [t.id for t in tasks])
+    assert sum(line.endswith("started") for line in lines) == 2
+    assert sum(" built in " in line for line in lines) == 2
+    build_many(tasks, build_one=unscanned)
+    assert capsys.readouterr().err == ""

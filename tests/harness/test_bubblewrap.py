@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 import uuid
@@ -20,7 +21,11 @@ from harness.sandbox import (
     choose_backend,
     open_backend,
 )
-from harness.sandbox.bubblewrap import scrubbed_env, unprivileged_user_available
+from harness.sandbox.bubblewrap import (
+    bubblewrap_problem,
+    scrubbed_env,
+    unprivileged_user_available,
+)
 from harness.sandbox.limits import ResourceLimits
 
 pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
@@ -182,3 +187,57 @@ def test_the_environment_is_scrubbed(box: Sandbox, monkeypatch: pytest.MonkeyPat
     assert "OPENAI_API_KEY" not in scrubbed_env("/tmp")
     output = box.run("env", 10).output
     assert "OPENAI_API_KEY" not in output and "HOME=/tmp" in output
+
+
+DOTDOT_SCRIPT = """
+import sys
+from pathlib import Path
+from harness.sandbox import open_backend
+
+assert ".." in sys.executable, sys.executable
+scratch = Path(sys.argv[1])
+backend = open_backend("bubblewrap")
+backend.self_test(scratch / "self-test")  # what api.prepare runs: `python` on the PATH
+(scratch / "tree").mkdir()
+box = backend.open(scratch / "tree", scratch / "box", track_changes=False)
+try:  # grading's way: the harness's own sys.executable, `-P -m pytest`
+    done = box.execute([sys.executable, "-P", "-m", "pytest", "--version"], timeout=60)
+finally:
+    box.close()
+assert done.exit_code == 0, done.output
+print("ok")
+"""
+
+
+def test_an_interpreter_started_by_a_dotdot_path_still_runs_python_inside(
+    tmp_path: Path,
+) -> None:
+    """`sys.executable` keeps the path Python was started by (`../../venv/bin/python`), which
+    walks through folders the sandbox lacks: the sandbox's PATH gets the resolved folder, and
+    a command started by `sys.executable` (grading's pytest) the resolved interpreter."""
+    start = tmp_path / "a" / "b"
+    start.mkdir(parents=True)
+    dotted = os.path.relpath(sys.executable, start)
+    assert ".." in dotted
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(
+        [dotted, "-c", DOTDOT_SCRIPT, str(tmp_path)],
+        cwd=start,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_a_missing_bwrap_is_named_in_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    bubblewrap_problem.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match=r"'bwrap' is not on PATH .*bubblewrap"):
+            open_backend("bubblewrap")
+    finally:
+        monkeypatch.undo()
+        bubblewrap_problem.cache_clear()

@@ -6,14 +6,16 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from harness.doubles import FailingDouble, JunkDouble, ScriptedDouble
 from harness.model import (
+    KEY_NOT_GIVEN,
     ContextOverflow,
     EndpointUnusable,
     ModelAPIError,
@@ -21,6 +23,7 @@ from harness.model import (
     OpenAIChatModel,
     RetryPolicy,
     ToolCall,
+    suggested_base_url,
 )
 from harness.openai_server import RawReply, Reply, error_reply, models_list_reply
 from harness.pricing import Price
@@ -479,3 +482,104 @@ def test_check_of_a_hanging_endpoint_gives_up_after_the_request_timeout(serve_fa
     with pytest.raises(EndpointUnusable) as caught:
         model_for(base_url, request_timeout_s=0.3).check()
     assert str(caught.value) == f"{base_url} did not answer within 0.3s (--request-timeout)"
+
+
+class _OnlyUnderV1(BaseHTTPRequestHandler):
+    """Routes as vLLM and OpenAI do: `/v1/models` and `/v1/chat/completions`, else 404."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            self._send(models_list_reply(["seq-model"]))
+        else:
+            self._send(error_reply(404, "Not Found"))
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.path == "/v1/chat/completions":
+            self._send(completion({"content": "OK"}))
+        else:
+            self._send(error_reply(404, "Not Found"))
+
+    def _send(self, reply: RawReply) -> None:
+        self.send_response(reply.status)
+        self.send_header("content-type", reply.content_type)
+        self.send_header("content-length", str(len(reply.body)))
+        self.end_headers()
+        self.wfile.write(reply.body)
+
+
+@pytest.fixture
+def root_url() -> Iterator[str]:
+    """A real HTTP server that serves the OpenAI API under /v1 only; its URL without /v1."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OnlyUnderV1)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_check_suggests_v1_when_the_base_url_lacks_it(root_url: str) -> None:
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(root_url).check()
+    assert str(caught.value) == (
+        f"{root_url} answered 404 for /models; did you mean --base-url {root_url}/v1?"
+    )
+    model_for(f"{root_url}/v1").check()  # the suggestion is right
+
+
+def test_check_suggests_v1_when_models_answers_a_page(serve_fast: Serve) -> None:
+    page = RawReply(200, b"<html>welcome</html>", "text/html")
+    root = serve_fast(Endpoint(page)).removesuffix("/v1")
+    with pytest.raises(EndpointUnusable) as caught:
+        model_for(root).check()
+    assert str(caught.value) == (
+        f"{root}/models did not answer with a model list (200 text/html: "
+        f"'<html>welcome</html>'); did you mean --base-url {root}/v1?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("base_url", "suggested"),
+    [
+        ("http://x:8000", "http://x:8000/v1"),
+        ("http://x:8000/", "http://x:8000/v1"),
+        ("https://api.example.com/openai", "https://api.example.com/openai/v1"),
+        ("http://x:8000/v1", ""),
+        ("http://x:8000/v1/", ""),
+        ("http://x/api/v1/openai", ""),
+    ],
+)
+def test_suggested_base_url(base_url: str, suggested: str) -> None:
+    assert suggested_base_url(base_url) == suggested
+
+
+def test_check_without_a_key_says_to_give_one(serve_fast: Serve) -> None:
+    base_url = serve_fast(FailingDouble(401))
+    for no_key in (KEY_NOT_GIVEN, ""):
+        model = OpenAIChatModel(name="seq-model", base_url=base_url, api_key=no_key, price=None)
+        with pytest.raises(EndpointUnusable) as caught:
+            model.check()
+        assert str(caught.value) == (
+            f"no API key given: set OPENAI_API_KEY or pass --api-key ({base_url} answered HTTP 401)"
+        )
+
+
+def test_the_run_sends_the_no_key_placeholder_when_no_key_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`api.prepare` builds the client with `_api_key`; without --api-key or OPENAI_API_KEY
+    that is the placeholder `check` recognises."""
+    from cursorbench.api import _api_key
+    from cursorbench.config import RunSpec
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    spec = RunSpec.model_validate(
+        {"model": {"kind": "openai", "name": "m", "base_url": "http://x/v1"}}
+    )
+    assert _api_key(spec) == KEY_NOT_GIVEN
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-given")
+    assert _api_key(spec) == "sk-given"

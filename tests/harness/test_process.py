@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def kill_quietly(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def bash(command: str, cwd: Path, timeout: float = 10.0, **options: int) -> Completed:
+def bash(command: str, cwd: Path, timeout: float = 10.0, **options: Any) -> Completed:
     return run_process(["bash", "-c", command], cwd=cwd, env=ENV, timeout=timeout, **options)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.grading import pytest_argv
+from harness.pytest_env import PYTEST_ENV
 from harness.sandbox import (
     PatchRejected,
     ResourceLimitExceeded,
@@ -241,3 +243,31 @@ def test_self_test_passes_where_python_and_pytest_run(
     backend: SandboxBackend, tmp_path: Path
 ) -> None:
     backend.self_test(tmp_path / "self-test")
+
+
+PLUGIN_PROBE = """\
+def test_plugins(request):
+    manager = request.config.pluginmanager
+    names = sorted(dist.project_name for _, dist in manager.list_plugin_distinfo())
+    cache = manager.has_plugin("cacheprovider")
+    print("PLUGINS", names, "CACHE", cache, "ADDOPTS", request.config.getini("addopts"))
+"""
+
+
+def _probe_line(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("PLUGINS"))
+
+
+def test_the_agents_pytest_loads_what_the_graders_loads(sandbox: Sandbox) -> None:
+    """An agent's `pytest` (its `run` tool) has grading's plugins and flags: no autoloaded
+    plugin of the harness's environment (hypothesis), no cache, the tree's addopts ignored."""
+    sandbox.write("pytest.ini", "[pytest]\naddopts = --strict-markers\n")
+    sandbox.write("test_probe.py", PLUGIN_PROBE)
+    agent = sandbox.run("python -m pytest -s -q test_probe.py && pytest --version", timeout=60)
+    assert agent.exit_code == 0, agent.output
+    argv = pytest_argv(["-s", "test_probe.py"], sandbox.root, f"{sandbox.root}/pytest.ini")
+    grader = sandbox.execute(argv, timeout=60, read_only=True, report=True, env=PYTEST_ENV)
+    assert grader.exit_code == 0, grader.output
+    assert _probe_line(agent.output) == _probe_line(grader.output)
+    assert _probe_line(agent.output) == "PLUGINS [] CACHE False ADDOPTS []"
+    assert "pytest " in agent.output  # the `pytest` script, too, starts with these flags
