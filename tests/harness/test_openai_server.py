@@ -10,6 +10,7 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
 
 from harness.doubles import DoneOnlyDouble, FailingDouble, JunkDouble, ScriptedDouble
 from harness.openai_server import (
@@ -43,6 +44,13 @@ class Exploding:
 
     def respond(self, request: dict[str, Any]) -> Reply:
         raise ValueError("responder blew up")
+
+
+def function_calls(message: ChatCompletionMessage) -> list[ChatCompletionMessageFunctionToolCall]:
+    """The message's tool calls, each a function call."""
+    calls = message.tool_calls or []
+    assert all(isinstance(call, ChatCompletionMessageFunctionToolCall) for call in calls)
+    return [call for call in calls if isinstance(call, ChatCompletionMessageFunctionToolCall)]
 
 
 def client(base_url: str) -> openai.OpenAI:
@@ -87,17 +95,16 @@ def test_official_client_gets_a_completion_with_tool_calls(serve: Serve) -> None
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content == "you said hello"
-    calls = choice.message.tool_calls
+    calls = function_calls(choice.message)
     assert [(c.type, c.function.name, c.function.arguments) for c in calls] == [
         ("function", "run", '{"command": "pytest -q"}'),
         ("function", "write_file", "{raw text"),
     ]
     assert len({c.id for c in calls}) == 2
     assert completion.model == "echo-1"
-    assert completion.usage.prompt_tokens > 0
-    assert completion.usage.total_tokens == (
-        completion.usage.prompt_tokens + completion.usage.completion_tokens
-    )
+    usage = completion.usage
+    assert usage is not None and usage.prompt_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
     (request,) = responder.requests
     assert request["messages"] == [{"role": "user", "content": "hello"}]
     assert request["tools"][0]["function"]["name"] == "run"
