@@ -28,7 +28,7 @@ import time
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -324,7 +324,7 @@ class ModelServer(OpenAIServer):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
