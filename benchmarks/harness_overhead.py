@@ -139,9 +139,9 @@ def working_backends(requested: str | None) -> list[str]:
 def preparation(repeats: int, scratch: Path) -> dict:
     tasks = load_tasks([bundled_suite()])
     cold = []
-    for task in tasks:
+    for source in tasks:
         started = time.perf_counter()
-        build(task)
+        build(source)
         cold.append(time.perf_counter() - started)
     started = time.perf_counter()
     built = [build(task) for task in tasks]

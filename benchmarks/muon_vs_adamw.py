@@ -28,8 +28,8 @@ import torch
 from training.model import ModelConfig, Transformer, next_token_loss
 from training.muon import build_optimizers
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from toy_code_data import PackedCode, batches, packed_stdlib
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks.toy_code_data import PackedCode, batches, packed_stdlib
 
 
 def toy_config(vocab_size: int, d_model: int, seq_len: int) -> ModelConfig:

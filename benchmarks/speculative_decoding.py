@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -30,8 +31,8 @@ from training.model import ModelConfig, Transformer, mtp_distillation_loss, next
 from training.muon import build_optimizers
 from training.speculative import Decoded, plain_decode, speculative_decode
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from toy_code_data import PackedCode, batches, packed_stdlib
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks.toy_code_data import PackedCode, batches, packed_stdlib
 
 
 def train(data: PackedCode, args: argparse.Namespace) -> tuple[Transformer, float]:
@@ -64,6 +65,10 @@ def train(data: PackedCode, args: argparse.Namespace) -> tuple[Transformer, floa
     return model.eval(), loss.item()
 
 
+def seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
 def timed(decode: Callable[[], Decoded]) -> tuple[Decoded, float]:
     started = time.perf_counter()
     result = decode()
@@ -79,16 +84,26 @@ def compare(
     expected: list[float] = []
     for index, prompt in enumerate(prompts):
         plain, seconds = timed(
-            lambda p=prompt, i=index: plain_decode(
-                model, p, args.new_tokens, temperature, generator=torch.Generator().manual_seed(i)
+            partial(
+                plain_decode,
+                model,
+                prompt,
+                args.new_tokens,
+                temperature,
+                generator=seeded(index),
             )
         )
         plain_tokens += len(plain.tokens)
         forwards_plain += plain.stats.forward_passes
         plain_seconds += seconds
         fast, seconds = timed(
-            lambda p=prompt, i=index: speculative_decode(
-                model, p, args.new_tokens, temperature, generator=torch.Generator().manual_seed(i)
+            partial(
+                speculative_decode,
+                model,
+                prompt,
+                args.new_tokens,
+                temperature,
+                generator=seeded(index),
             )
         )
         if temperature == 0 and fast.tokens != plain.tokens:

@@ -8,6 +8,7 @@ split is by file: every `held_out_every`-th file (sorted by path) goes to it.
 from __future__ import annotations
 
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def packed_stdlib(
     )
 
 
-def batches(data: torch.Tensor, batch_size: int, seed: int) -> torch.Tensor:
+def batches(data: torch.Tensor, batch_size: int, seed: int) -> Iterator[torch.Tensor]:
     """An endless shuffled walk over the windows (reshuffled each epoch), `[B, seq_len + 1]`."""
     generator = torch.Generator().manual_seed(seed)
     while True:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from evals.scenario import Scenario, Step
-from harness.openai_server import RawReply, Reply, Responder, first_user_message, step_index
+from harness.openai_server import Answer, Reply, Responder, first_user_message, step_index
 
 WELL_BEHAVED = "eval-reference-agent"
 
@@ -61,7 +61,7 @@ class ScenarioAgent:
     def knows(self, request: dict[str, Any]) -> bool:
         return first_user_message(request).strip() in self._scripts
 
-    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+    def respond(self, request: dict[str, Any]) -> Answer:
         script = self._scripts.get(first_user_message(request).strip())
         if script is None:
             if self.or_else is not None:

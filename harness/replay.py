@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.errors import ConfigError
 from harness.model import ATTEMPT_HEADER
-from harness.openai_server import RawReply, error_reply, step_index
+from harness.openai_server import RawReply, chat_completion, error_reply, step_index, usage_body
 from harness.results import RunInfo
 from harness.trajectory import read_trajectory
 
@@ -137,7 +137,9 @@ class ReplayResponder:
     def respond(self, request: dict[str, Any]) -> RawReply:
         return error_reply(400, f"a replay needs the {ATTEMPT_HEADER} header")
 
-    def _difference(self, recording: Recording, messages: list[dict], turn: int) -> str | None:
+    def _difference(
+        self, recording: Recording, messages: list[dict[str, Any]], turn: int
+    ) -> str | None:
         system = next((m for m in messages if m.get("role") == "system"), None)
         root = _root(str(system.get("content", ""))) if system else ""
         now = [m for m in messages if m.get("role") in ("user", "tool")]
@@ -182,25 +184,9 @@ def _completion(record: dict[str, Any], request: dict[str, Any]) -> dict[str, An
     message = dict(record.get("message") or {})
     message.setdefault("role", "assistant")
     usage = record.get("usage") or {}
-    body: dict[str, Any] = {
-        "id": f"chatcmpl-replay-{int(time.time() * 1000)}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": request.get("model", ""),
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "finish_reason": record.get("finish_reason")
-                or ("tool_calls" if message.get("tool_calls") else "stop"),
-            }
-        ],
-    }
+    finish = record.get("finish_reason") or ("tool_calls" if message.get("tool_calls") else "stop")
+    counted = None
     if not usage.get("estimated_calls"):
-        tokens_in, tokens_out = int(usage.get("tokens_in", 0)), int(usage.get("tokens_out", 0))
-        body["usage"] = {
-            "prompt_tokens": tokens_in,
-            "completion_tokens": tokens_out,
-            "total_tokens": tokens_in + tokens_out,
-        }
-    return body
+        counted = usage_body(int(usage.get("tokens_in", 0)), int(usage.get("tokens_out", 0)))
+    ident = f"chatcmpl-replay-{int(time.time() * 1000)}"
+    return chat_completion(str(request.get("model", "")), message, str(finish), counted, ident)

@@ -63,7 +63,7 @@ COLUMNS = (
     "tests_total",
 )
 _VALUES: dict[Any, str] = {member: member.value for member in (*Status, *Failure)}
-_TABLE = AttemptRow.__table__.name
+_TABLE = AttemptRow.__tablename__
 _COLUMN_LIST = ", ".join(COLUMNS)
 
 

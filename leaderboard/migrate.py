@@ -57,7 +57,15 @@ def heads() -> list[str]:
     return list(script_directory().get_heads())
 
 
-HEAD = script_directory().get_current_head()
+def current_head() -> str:
+    """The one head revision of the migrations (alembic says None only for an empty folder)."""
+    head = script_directory().get_current_head()
+    if head is None:
+        raise RuntimeError("the leaderboard's migrations folder has no revisions")
+    return head
+
+
+HEAD = current_head()
 
 
 def revision_of(conn: Connection) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -98,7 +98,8 @@ def resample_means(columns: np.ndarray, resamples: int, seed: int) -> np.ndarray
     n = columns.shape[0]
     state = random.Random(seed).getstate()[1]
     generator = np.random.RandomState()
-    generator.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624]))
+    # (name, key, position, has_gauss, cached_gaussian): no Gaussian is cached, as in a fresh state
+    generator.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624], 0, 0.0))
     means = np.empty((resamples, columns.shape[1]))
     per_chunk = max(1, RESAMPLE_CHUNK // n)
     for start in range(0, resamples, per_chunk):
@@ -129,14 +130,14 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-def mean_pass_at_k(outcomes: dict[str, Sequence[bool]], k: int) -> float:
+def mean_pass_at_k(outcomes: Mapping[str, Sequence[bool]], k: int) -> float:
     """pass@k averaged over tasks, each task's outcomes being its epochs."""
     if not outcomes:
         return 0.0
     return mean([pass_at_k(len(runs), sum(runs), k) for runs in outcomes.values()])
 
 
-def best_of_k(outcomes: dict[str, Sequence[bool]], k: int) -> float:
+def best_of_k(outcomes: Mapping[str, Sequence[bool]], k: int) -> float:
     """The share of tasks resolved by at least one of their first k epochs (what a user who
     runs k tries and keeps the best gets; pass@k is its expectation over orderings)."""
     if not outcomes:

@@ -169,8 +169,10 @@ def _load_corpus(config: CorpusConfig) -> Corpus:
     if manifest.is_file():
         cached = json.loads(manifest.read_text())
         paths = dict(candidates)
-        documents = [Document(n, paths[n].read_text(encoding="utf-8")) for n in cached["files"]]
-        return _split(documents, config, listing, cached["duplicates_dropped"])
+        cached_documents = [
+            Document(n, paths[n].read_text(encoding="utf-8")) for n in cached["files"]
+        ]
+        return _split(cached_documents, config, listing, cached["duplicates_dropped"])
     documents: list[Document] = []
     dedup = Deduplicator()
     for name, path in candidates:

@@ -240,7 +240,7 @@ def build_optimizers(
     baseline of the Muon-vs-AdamW benchmark). Step and zero every returned optimizer.
     """
     roles = parameter_roles(model)
-    adamw_groups = [
+    adamw_groups: list[dict[str, Any]] = [
         {
             "params": [
                 r.param

@@ -11,8 +11,8 @@ folder's `tokenizer.json`. Errors come in OpenAI's shape, `{"error": {"message",
 "param", "code"}}`; a prompt longer than the context answers 400 `context_length_exceeded`,
 which the harness scores as the agent's `context_overflow`.
 
-The HTTP layer is its own rather than `harness.openai_server`'s: that one answers whole JSON
-bodies only, and this one also streams (chunked transfer encoding). One model answers one
+`ServedModel` is a responder of `harness.openai_server`, the one OpenAI-compatible server, which
+does the HTTP, the streaming (server-sent events) and the body shapes. One model answers one
 request at a time (a lock); connections are served by threads. The key/value cache of the last
 request is kept, so the prefix the next prompt shares with it (an agent's system prompt, tools
 and conversation so far) is not computed again.
@@ -25,16 +25,26 @@ import json
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.openai_server import (
+    ChunkStream,
+    OpenAIServer,
+    RawReply,
+    Reply,
+    RequestError,
+    StreamReply,
+    model_card,
+    models_body_reply,
+    tool_call_body,
+    usage_body,
+)
 from training.chat import AssistantReply, parse_reply, render_prompt
 from training.checkpoint import CheckpointError, load_model, read_checkpoint
 from training.generate import KVCache, SamplingParams, stream_tokens
@@ -47,37 +57,6 @@ DEFAULT_MAX_TOKENS = 256
 
 class ServeError(Exception):
     """A checkpoint that cannot be served (one line)."""
-
-
-class RequestError(Exception):
-    """A request the server refuses, with its HTTP status and OpenAI error fields."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        kind: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status, self.message, self.kind, self.param, self.code = (
-            status,
-            message,
-            kind,
-            param,
-            code,
-        )
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "message": self.message,
-                "type": self.kind,
-                "param": self.param,
-                "code": self.code,
-            }
-        }
 
 
 class StreamOptions(BaseModel):
@@ -110,11 +89,7 @@ class Usage:
     completion_tokens: int
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.prompt_tokens + self.completion_tokens,
-        }
+        return usage_body(self.prompt_tokens, self.completion_tokens)
 
 
 @dataclass(frozen=True)
@@ -248,17 +223,12 @@ class ServedModel:
             finish = "tool_calls"
         return Completion(reply, finish, Usage(len(prompt), len(generated)))
 
-    def stream(self, request: ChatRequest) -> Iterator[dict[str, Any]]:
+    def stream(self, request: ChatRequest) -> Generator[dict[str, Any], None, None]:
         """The completion as chat-completion chunks: text as it is generated (up to the first
         tool call), then the rest of the text and the tool calls, the finish, the usage."""
         prompt, params = self.prepare(request)
-        ident, created = _completion_id(), int(time.time())
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            return self._envelope(ident, created, "chat.completion.chunk") | {"choices": [choice]}
-
-        yield chunk({"role": "assistant", "content": ""})
+        chunks = ChunkStream(self.name)
+        yield chunks.delta({"role": "assistant", "content": ""})
         generated: list[int] = []
         sent = ""
         for token in self.tokens(prompt, params):
@@ -269,54 +239,57 @@ class ServedModel:
             visible = text.split(TOOL_CALL, 1)[0]
             # an unfinished UTF-8 sequence decodes as U+FFFD: wait for its last bytes
             if len(visible) > len(sent) and not visible.endswith("\ufffd"):
-                yield chunk({"content": visible[len(sent) :]})
+                yield chunks.delta({"content": visible[len(sent) :]})
                 sent = visible
         completion = self._completion(prompt, generated)
         rest = completion.reply.content[len(sent) :]
         if rest:
-            yield chunk({"content": rest})
+            yield chunks.delta({"content": rest})
         for index, call in enumerate(completion.reply.tool_calls):
-            yield chunk({"tool_calls": [_tool_call(call, index)]})
-        yield chunk({}, completion.finish_reason)
+            yield chunks.delta({"tool_calls": [tool_call_body(call.name, call.arguments, index)]})
+        yield chunks.delta({}, completion.finish_reason)
         if request.stream_options is not None and request.stream_options.include_usage:
-            usage = self._envelope(ident, created, "chat.completion.chunk")
-            yield usage | {"choices": [], "usage": completion.usage.as_dict()}
+            yield chunks.usage(completion.usage.as_dict())
 
-    def completion_body(self, completion: Completion) -> dict[str, Any]:
-        calls = [_tool_call(call) for call in completion.reply.tool_calls]
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": completion.reply.content if completion.reply.content or not calls else None,
-        }
-        if calls:
-            message["tool_calls"] = calls
-        choice = {"index": 0, "message": message, "finish_reason": completion.finish_reason}
-        return self._envelope(_completion_id(), int(time.time()), "chat.completion") | {
-            "choices": [choice],
-            "usage": completion.usage.as_dict(),
-        }
+    # --- as a responder of `harness.openai_server` ---------------------------------------
 
-    def models_body(self) -> dict[str, Any]:
-        return {"object": "list", "data": [self.model_card()]}
+    @property
+    def models(self) -> list[str]:
+        return [self.name]
+
+    def respond(self, request: dict[str, Any]) -> Reply | StreamReply:
+        """A chat-completions request answered, streamed when it asks; refusals raise
+        `RequestError`, which the server sends in OpenAI's shape."""
+        chat = parse_request(request)
+        if chat.stream:
+            return StreamReply(self.stream(chat))
+        completion = self.complete(chat)
+        reply = completion.reply
+        calls = [(call.name, call.arguments) for call in reply.tool_calls]
+        return Reply(
+            content=reply.content if reply.content or not calls else None,
+            tool_calls=list(calls),
+            finish_reason=completion.finish_reason,
+            usage=(completion.usage.prompt_tokens, completion.usage.completion_tokens),
+        )
+
+    def models_reply(self) -> RawReply:
+        return models_body_reply([self.model_card()])
+
+    def answer_get(self, route: str) -> RawReply | None:
+        if route == f"/models/{self.name}":
+            return RawReply(200, json.dumps(self.model_card()).encode())
+        if route.startswith("/models/"):
+            name = route.removeprefix("/models/")
+            return RequestError(
+                404, f"The model `{name}` does not exist", code="model_not_found"
+            ).reply()
+        if route == "/health":
+            return RawReply(200, json.dumps({"status": "ok"}).encode())
+        return None
 
     def model_card(self) -> dict[str, Any]:
-        return {"id": self.name, "object": "model", "created": self.created, "owned_by": "training"}
-
-    def _envelope(self, ident: str, created: int, kind: str) -> dict[str, Any]:
-        return {"id": ident, "object": kind, "created": created, "model": self.name}
-
-
-def _completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
-
-
-def _tool_call(call: Any, index: int | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": f"call_{uuid.uuid4().hex[:24]}",
-        "type": "function",
-        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-    }
-    return body if index is None else {"index": index, **body}
+        return model_card(self.name, owned_by="training", created=self.created)
 
 
 def _normalized(message: dict[str, Any]) -> dict[str, Any]:
@@ -326,16 +299,7 @@ def _normalized(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-# --- HTTP ---------------------------------------------------------------------------------
-
-
-def parse_request(raw: bytes) -> ChatRequest:
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise RequestError(400, "the request body is not JSON") from None
-    if not isinstance(data, dict):
-        raise RequestError(400, "the request body is not a JSON object")
+def parse_request(data: dict[str, Any]) -> ChatRequest:
     try:
         return ChatRequest.model_validate(data)
     except ValidationError as error:
@@ -344,150 +308,23 @@ def parse_request(raw: bytes) -> ChatRequest:
         raise RequestError(400, f"{where}: {first['msg']}", param=where) from None
 
 
-def _route(path: str) -> str:
-    """The path without query, trailing slash and `/v1` prefix."""
-    path = path.split("?", 1)[0].rstrip("/")
-    return path.removeprefix("/v1")
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def do_GET(self) -> None:
-        served = self.server.served
-        route = _route(self.path)
-        if route == "/models":
-            self._json(200, served.models_body())
-        elif route == f"/models/{served.name}":
-            self._json(200, served.model_card())
-        elif route.startswith("/models/"):
-            name = route.removeprefix("/models/")
-            self._error(
-                RequestError(404, f"The model `{name}` does not exist", code="model_not_found")
-            )
-        elif route == "/health":
-            self._json(200, {"status": "ok"})
-        else:
-            self._error(RequestError(404, f"no route GET {self.path}", code="not_found"))
-
-    def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        if _route(self.path) != "/chat/completions":
-            self._error(RequestError(404, f"no route POST {self.path}", code="not_found"))
-            return
-        served = self.server.served
-        try:
-            request = parse_request(raw)
-            if request.stream:
-                self._stream(served.stream(request))
-            else:
-                self._json(200, served.completion_body(served.complete(request)))
-        except RequestError as error:
-            self._error(error)
-        except Exception as error:  # a fault here is the server's, said in OpenAI's shape
-            self._error(RequestError(500, f"{type(error).__name__}: {error}", "server_error"))
-
-    def _stream(self, chunks: Iterator[dict[str, Any]]) -> None:
-        first = next(chunks)  # raises a RequestError before any byte is sent
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        try:
-            self._event(first)
-            try:
-                for chunk in chunks:
-                    self._event(chunk)
-            except (BrokenPipeError, ConnectionResetError):
-                raise
-            except Exception as error:  # headers are out: the error goes as an event
-                message = f"{type(error).__name__}: {error}"
-                self._event(RequestError(500, message, "server_error").body())
-            self._send_chunk(b"data: [DONE]\n\n")
-            self._send_chunk(b"")
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client left: stop generating for it
-        finally:
-            chunks.close()  # type: ignore[attr-defined]
-
-    def _event(self, data: dict[str, Any]) -> None:
-        self._send_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
-
-    def _send_chunk(self, data: bytes) -> None:
-        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-        self.wfile.flush()
-
-    def _error(self, error: RequestError) -> None:
-        self._json(error.status, error.body())
-
-    def _json(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        try:
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], served: ServedModel) -> None:
-        super().__init__(address, _Handler)
-        self.served = served
-
-
-class ModelServer:
+class ModelServer(OpenAIServer):
     """Serves a `ServedModel` over HTTP in a background thread; use as a context manager."""
 
     def __init__(self, served: ServedModel, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(served, host, port)
         self.served = served
-        self._server = _Server((host, port), served)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> ModelServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until interrupted."""
-        try:
-            self._server.serve_forever(poll_interval=0.2)
-        finally:
-            self._server.server_close()
 
     def __enter__(self) -> ModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.start()
+        return self
 
 
 # --- command line -------------------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2)
 

@@ -16,7 +16,8 @@ LINE_LENGTH = "100"
 @cache
 def ruff_command() -> tuple[str, ...]:
     try:
-        from ruff.__main__ import find_ruff_bin
+        # ruff ships no type information (no py.typed) for its Python launcher
+        from ruff.__main__ import find_ruff_bin  # type: ignore[import-untyped]
 
         return (find_ruff_bin(),)
     except (ImportError, FileNotFoundError):

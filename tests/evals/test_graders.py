@@ -5,6 +5,7 @@ constraint satisfied by deleting code)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,11 @@ def state(before: dict[str, str | None], after: dict[str, str | None], **kw: Any
     return FinalState(patch="x", before=before, after=after, **kw)
 
 
-def records(final: str = "", tools: list[tuple[str, dict]] = (), injected_at: int | None = None):
+def records(
+    final: str = "",
+    tools: Sequence[tuple[str, dict[str, Any]]] = (),
+    injected_at: int | None = None,
+):
     out: list[dict] = [{"type": "message", "role": "user", "content": "do it"}]
     for index, (name, arguments) in enumerate(tools):
         if injected_at == index:

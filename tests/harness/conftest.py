@@ -9,10 +9,10 @@ import pytest
 
 from harness.doubles import DoneOnlyDouble
 from harness.openai_server import (
+    Answer,
     AnswersModels,
     OpenAIServer,
     RawReply,
-    Reply,
     Responder,
     models_list_reply,
 )
@@ -28,7 +28,7 @@ class Switch:
     def models(self) -> list[str]:
         return self.target.models
 
-    def respond(self, request: dict[str, Any]) -> Reply | RawReply:
+    def respond(self, request: dict[str, Any]) -> Answer:
         return self.target.respond(request)
 
     def models_reply(self) -> RawReply:

@@ -5,20 +5,26 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessage, ChatCompletionMessageFunctionToolCall
 
 from harness.doubles import DoneOnlyDouble, FailingDouble, JunkDouble, ScriptedDouble
 from harness.openai_server import (
+    ChunkStream,
     OpenAIServer,
     RawReply,
     Reply,
+    RequestError,
+    StreamReply,
     completion_body,
     first_user_message,
     step_index,
+    tool_call_body,
+    usage_body,
 )
 
 Serve = Callable[[Any], str]
@@ -43,6 +49,33 @@ class Exploding:
 
     def respond(self, request: dict[str, Any]) -> Reply:
         raise ValueError("responder blew up")
+
+
+def function_calls(message: ChatCompletionMessage) -> list[ChatCompletionMessageFunctionToolCall]:
+    """The message's tool calls, each a function call."""
+    calls = message.tool_calls or []
+    assert all(isinstance(call, ChatCompletionMessageFunctionToolCall) for call in calls)
+    return [call for call in calls if isinstance(call, ChatCompletionMessageFunctionToolCall)]
+
+
+class Streaming:
+    """Streams "hel" + "lo" and a tool call; refuses a model it does not serve."""
+
+    models = ["streamer"]
+
+    def respond(self, request: dict[str, Any]) -> StreamReply:
+        return StreamReply(self._chunks(request))
+
+    def _chunks(self, request: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
+        if request.get("model") != "streamer":
+            raise RequestError(404, "no such model", param="model", code="model_not_found")
+        chunks = ChunkStream("streamer")
+        yield chunks.delta({"role": "assistant", "content": ""})
+        yield chunks.delta({"content": "hel"})
+        yield chunks.delta({"content": "lo"})
+        yield chunks.delta({"tool_calls": [tool_call_body("run", {"command": "ls"}, index=0)]})
+        yield chunks.delta({}, "tool_calls")
+        yield chunks.usage(usage_body(3, 4))
 
 
 def client(base_url: str) -> openai.OpenAI:
@@ -87,17 +120,16 @@ def test_official_client_gets_a_completion_with_tool_calls(serve: Serve) -> None
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content == "you said hello"
-    calls = choice.message.tool_calls
+    calls = function_calls(choice.message)
     assert [(c.type, c.function.name, c.function.arguments) for c in calls] == [
         ("function", "run", '{"command": "pytest -q"}'),
         ("function", "write_file", "{raw text"),
     ]
     assert len({c.id for c in calls}) == 2
     assert completion.model == "echo-1"
-    assert completion.usage.prompt_tokens > 0
-    assert completion.usage.total_tokens == (
-        completion.usage.prompt_tokens + completion.usage.completion_tokens
-    )
+    usage = completion.usage
+    assert usage is not None and usage.prompt_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
     (request,) = responder.requests
     assert request["messages"] == [{"role": "user", "content": "hello"}]
     assert request["tools"][0]["function"]["name"] == "run"
@@ -193,3 +225,34 @@ def test_completion_body_without_tool_calls() -> None:
     assert choice["finish_reason"] == "stop"
     assert "tool_calls" not in choice["message"]
     assert body["usage"]["completion_tokens"] == len("done") // 4 + 1
+
+
+def test_a_streamed_reply_arrives_as_chunks_through_the_official_client(serve: Serve) -> None:
+    stream = client(serve(Streaming())).chat.completions.create(
+        model="streamer",
+        messages=[{"role": "user", "content": "hi"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "hello"
+    calls = [call for c in chunks if c.choices for call in c.choices[0].delta.tool_calls or []]
+    assert [(call.index, call.function and call.function.name) for call in calls] == [(0, "run")]
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "tool_calls"
+    assert len({c.id for c in chunks}) == 1
+    usage = chunks[-1].usage
+    assert chunks[-1].choices == [] and usage is not None and usage.total_tokens == 7
+
+
+def test_a_refusal_raised_before_the_stream_is_an_openai_shaped_error(serve: Serve) -> None:
+    with pytest.raises(openai.NotFoundError) as refused:
+        client(serve(Streaming())).chat.completions.create(
+            model="other", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+    assert refused.value.code == "model_not_found"
+    assert refused.value.body == {
+        "message": "no such model",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "model_not_found",
+    }

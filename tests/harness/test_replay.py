@@ -76,6 +76,7 @@ def test_a_replay_that_diverges_says_where(tmp_path: Path, serve) -> None:
     replayed = replay(tmp_path)
     kept, diverged = replayed.results
     assert kept.resolved
+    assert diverged.failure is not None
     assert (diverged.status.value, diverged.failure.value) == ("error", "model_api_error")
     assert diverged.error is not None
     assert f"replay diverged at {TASK} epoch 1 turn 2: a tool result differs" in diverged.error

@@ -90,9 +90,13 @@ class Visit:
         self.site = site
         self.errors: list[str] = []
         self.requests: list[str] = []
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("console", self._console)
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
         self.page.on("request", lambda request: self.requests.append(request.url))
+
+    def _console(self, message: Any) -> None:
+        if message.type == "error":
+            self.errors.append(message.text)
 
     def open(self, path: str) -> Any:
         response = self.page.goto(self.site + path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -122,7 +123,7 @@ def _agent_trajectory(path: Path) -> None:
         trajectory.write(
             "tool", id="c1", name="read_file", arguments="{}", output="def slug(): ..."
         )
-        finish = {"id": "c2", "type": "function"}
+        finish: dict[str, Any] = {"id": "c2", "type": "function"}
         finish["function"] = {"name": "finish", "arguments": '{"summary": "done"}'}
         trajectory.write(
             "model",

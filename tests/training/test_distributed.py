@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -209,5 +209,10 @@ def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
         for key, expected in reference.state_dict().items():
             assert not torch.equal(expected, initial[key]), f"{key} did not train"
             torch.testing.assert_close(
-                trained[key], expected, rtol=1e-5, atol=1e-5, msg=lambda m, k=key: f"{k}: {m}"
+                trained[key], expected, rtol=1e-5, atol=1e-5, msg=_prefixed(key)
             )
+
+
+def _prefixed(key: str) -> Callable[[str], str]:
+    """A failure message that names the weight."""
+    return lambda message: f"{key}: {message}"

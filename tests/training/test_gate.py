@@ -75,6 +75,7 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
     engine = create_engine(pg_url)
     with engine.connect() as conn:
         runs_before = conn.scalar(select(func.count()).select_from(RunRow))
+        assert runs_before is not None
         # a kill between recording the run and gating it: the decision is missing
         at_200 = CheckpointRow.step == 200
         conn.execute(update(CheckpointRow).where(at_200).values(gate_decision=None))

@@ -98,7 +98,7 @@ def test_top_p_samples_only_from_the_nucleus() -> None:
 def test_bad_sampling_parameters_are_refused() -> None:
     for bad in ({"temperature": -1}, {"top_p": 0}, {"top_p": 1.5}, {"max_tokens": 0}):
         with pytest.raises(ValueError):
-            SamplingParams(**bad)  # type: ignore[arg-type]
+            SamplingParams(**bad)
 
 
 def test_a_cache_handed_on_reuses_the_shared_prefix_and_changes_nothing() -> None:

@@ -6,8 +6,11 @@ import pytest
 import torch
 
 from training.model import (
+    Block,
     ModelConfig,
+    MoE,
     MoEConfig,
+    MTPHead,
     Transformer,
     apply_rope,
     mtp_distillation_loss,
@@ -99,7 +102,9 @@ def test_recorded_moe_routes_replay_to_identical_logits_and_forced_routes_matter
     model.train()
     output = model(tokens, forced_routes=recorded.routes)
     next_token_loss(output.logits[:, :-1], tokens[:, 1:], None).backward()
-    router = model.blocks[1].ffn.router.weight
+    block = model.blocks[1]
+    assert isinstance(block, Block) and isinstance(block.ffn, MoE)
+    router = block.ffn.router.weight
     assert router.grad is not None and router.grad.abs().sum() > 0
 
 
@@ -115,7 +120,9 @@ def test_mtp_distillation_gradient_never_reaches_the_main_head_distribution() ->
     # ... while the MTP heads themselves do learn.
     loss.backward()
     for head in model.mtp_heads:
-        assert head.ffn.w1.weight.grad is not None and head.ffn.w1.weight.grad.abs().sum() > 0
+        assert isinstance(head, MTPHead)
+        grad = head.ffn.w1.weight.grad
+        assert grad is not None and grad.abs().sum() > 0
 
     # Head k at position t is compared with the main head at t + k + 1.
     teacher = output.logits.detach()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
 from torch import nn
@@ -57,7 +58,7 @@ def test_matches_torch_muon_on_a_2d_parameter() -> None:
     shape = (48, 32)  # tall: exercises the transpose inside Newton-Schulz
     start = torch.randn(shape, generator=torch.Generator().manual_seed(1))
     grads = _random_grads(shape, steps=6, seed=2)
-    settings = {"lr": 0.02, "weight_decay": 0.1, "momentum": 0.95}
+    settings: dict[str, Any] = {"lr": 0.02, "weight_decay": 0.1, "momentum": 0.95}
 
     ours = _run(lambda p: Muon(p, nesterov=True, **settings), start, grads)
     oracle = _run(
@@ -118,8 +119,8 @@ def test_muon_per_head_steps_equal_separate_muon_per_head() -> None:
         for param, grad in zip(blocked, grads, strict=True):
             param.grad = grad[step].clone()
         head_grads = [h for g in grads for h in _split_rows(g[step], n_heads)]
-        for param, grad in zip(separate, head_grads, strict=True):
-            param.grad = grad.clone()
+        for param, head_grad in zip(separate, head_grads, strict=True):
+            param.grad = head_grad.clone()
         optimizer.step()
         reference.step()
     expected = torch.cat([p.detach() for p in separate])

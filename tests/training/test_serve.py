@@ -12,10 +12,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+)
 
 from training.chat import render_prompt
 from training.serve import ModelServer, ServedModel
@@ -23,6 +28,9 @@ from training.serve import ModelServer, ServedModel
 from .conftest import ASKED, READ_FILE_TOOL
 
 ROOT = Path(__file__).resolve().parents[2]
+# The fixtures' plain dicts are the JSON the client sends; these are them as its parameter types.
+MESSAGES = cast(list[ChatCompletionMessageParam], ASKED)
+TOOL = cast(ChatCompletionFunctionToolParam, READ_FILE_TOOL)
 
 
 @pytest.fixture(scope="module")
@@ -47,14 +55,15 @@ def test_a_completion_carries_the_tool_call_the_model_generated(
 ) -> None:
     reply = client.chat.completions.create(
         model="toy",
-        messages=ASKED,
-        tools=[READ_FILE_TOOL],
-        temperature=0,  # type: ignore[arg-type]
+        messages=MESSAGES,
+        tools=[TOOL],
+        temperature=0,
     )
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content == "Reading it."
     [call] = choice.message.tool_calls or []
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.function.name == "read_file"
     assert json.loads(call.function.arguments) == {"path": "a.py"}
     prompt = checkpoints["tokenizer"].encode(render_prompt(ASKED, [READ_FILE_TOOL]))
@@ -70,8 +79,8 @@ def test_a_completion_carries_the_tool_call_the_model_generated(
 def test_streaming_gives_the_same_reply_in_chunks_then_usage(client: openai.OpenAI) -> None:
     stream = client.chat.completions.create(
         model="toy",
-        messages=ASKED,  # type: ignore[arg-type]
-        tools=[READ_FILE_TOOL],  # type: ignore[list-item]
+        messages=MESSAGES,
+        tools=[TOOL],
         temperature=0,
         stream=True,
         stream_options={"include_usage": True},
@@ -81,8 +90,11 @@ def test_streaming_gives_the_same_reply_in_chunks_then_usage(client: openai.Open
     calls = [call for c in chunks if c.choices for call in c.choices[0].delta.tool_calls or []]
     finishes = [c.choices[0].finish_reason for c in chunks if c.choices]
     assert content == "Reading it."
-    assert [(call.index, call.function.name) for call in calls] == [(0, "read_file")]  # type: ignore[union-attr]
-    assert json.loads(calls[0].function.arguments) == {"path": "a.py"}  # type: ignore[union-attr, arg-type]
+    named = [(call.index, call.function.name if call.function else None) for call in calls]
+    assert named == [(0, "read_file")]
+    function = calls[0].function
+    assert function is not None and function.arguments is not None
+    assert json.loads(function.arguments) == {"path": "a.py"}
     assert finishes[-1] == "tool_calls" and all(f is None for f in finishes[:-1])
     assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) >= 2
     usage = chunks[-1].usage
@@ -92,10 +104,10 @@ def test_streaming_gives_the_same_reply_in_chunks_then_usage(client: openai.Open
 def test_a_reply_cut_at_max_tokens_says_length(client: openai.OpenAI) -> None:
     reply = client.chat.completions.create(
         model="toy",
-        messages=ASKED,
-        tools=[READ_FILE_TOOL],
+        messages=MESSAGES,
+        tools=[TOOL],
         temperature=0,
-        max_tokens=3,  # type: ignore[arg-type]
+        max_tokens=3,
     )
     assert reply.choices[0].finish_reason == "length"
     assert reply.usage is not None and reply.usage.completion_tokens == 3
@@ -104,19 +116,23 @@ def test_a_reply_cut_at_max_tokens_says_length(client: openai.OpenAI) -> None:
 
 def test_errors_come_in_openais_shape(client: openai.OpenAI, server: ModelServer) -> None:
     with pytest.raises(openai.NotFoundError) as unknown:
-        client.chat.completions.create(model="gpt-9", messages=ASKED)  # type: ignore[arg-type]
+        client.chat.completions.create(model="gpt-9", messages=MESSAGES)
     assert unknown.value.code == "model_not_found"
-    long = [{"role": "user", "content": "word " * 400}]
+    long: list[ChatCompletionMessageParam] = [{"role": "user", "content": "word " * 400}]
     with pytest.raises(openai.BadRequestError) as overflow:
-        client.chat.completions.create(model="toy", messages=long)  # type: ignore[arg-type]
+        client.chat.completions.create(model="toy", messages=long)
     assert overflow.value.code == "context_length_exceeded"
     assert "maximum context length is 256 tokens" in overflow.value.message
     with pytest.raises(openai.BadRequestError) as bad:
-        client.chat.completions.create(model="toy", messages=ASKED, temperature=5)  # type: ignore[arg-type]
-    assert bad.value.body["param"] == "temperature"  # type: ignore[index]
-    assert bad.value.body["type"] == "invalid_request_error"  # type: ignore[index]
+        client.chat.completions.create(model="toy", messages=MESSAGES, temperature=5)
+    refusal = bad.value.body
+    assert isinstance(refusal, dict)
+    assert refusal["param"] == "temperature"
+    assert refusal["type"] == "invalid_request_error"
     with pytest.raises(openai.BadRequestError):
-        client.chat.completions.create(model="toy", messages=[{"role": "wizard", "content": "x"}])  # type: ignore[list-item]
+        client.chat.completions.create(
+            model="toy", messages=cast(Any, [{"role": "wizard", "content": "x"}])
+        )
     for path, body in (("/v1/nothing", None), ("/v1/chat/completions", b"not json")):
         request = urllib.request.Request(server.base_url.removesuffix("/v1") + path, data=body)
         with pytest.raises(urllib.error.HTTPError) as refused:
@@ -139,9 +155,9 @@ def test_the_command_line_serves_and_refuses_bad_checkpoints(
         client = openai.OpenAI(base_url=base_url, api_key="unused", max_retries=0)
         reply = client.chat.completions.create(
             model="step-00000000",
-            messages=ASKED,
+            messages=MESSAGES,
             max_tokens=5,
-            seed=1,  # type: ignore[arg-type]
+            seed=1,
         )
         assert reply.usage is not None and 1 <= reply.usage.completion_tokens <= 5
     finally:

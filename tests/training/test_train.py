@@ -104,7 +104,9 @@ def test_extended_model_beats_the_pre_extension_model_at_the_long_length(
         "threads": 1,
     }
     final = run_stage(StageConfig.model_validate(extend), tmp_path / "extend", log=lambda _: None)
-    before, after = load_model(latest_checkpoint(pretrained).path), load_model(final.path)
+    pretrained_checkpoint = latest_checkpoint(pretrained)
+    assert pretrained_checkpoint is not None
+    before, after = load_model(pretrained_checkpoint.path), load_model(final.path)
     expected_base = rope_base_for_length(10_000.0, 16, 32, 128)
     assert after.config.rope_base == pytest.approx(expected_base) and final.state["seq_len"] == 128
     tokenizer = CodeTokenizer.load(final.path / TOKENIZER_FILE)

@@ -1,0 +1,138 @@
+"""The dashboard's Plotly figures (data and layout, drawn by plotly.js in the page)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from leaderboard.queries import CheckpointPoint, LeaderRow, RunDetail
+
+
+def cost_figure(rows: list[LeaderRow], front: list[str]) -> dict[str, Any]:
+    """Cost against score, each run with its interval, and the Pareto frontier through `front`."""
+    by_id = {row.run_id: row for row in rows}
+    return {
+        "data": [
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "runs",
+                "x": [row.cost_usd for row in rows],
+                "y": [row.score for row in rows],
+                "text": [f"{row.model} {row.run_id[:12]}" for row in rows],
+                "error_y": {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [row.high - row.score for row in rows],
+                    "arrayminus": [row.score - row.low for row in rows],
+                },
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "Pareto frontier",
+                "x": [by_id[run].cost_usd for run in front],
+                "y": [by_id[run].score for run in front],
+                "line": {"shape": "hv"},
+            },
+        ],
+        "layout": {
+            "xaxis": {"title": {"text": "cost ($)"}},
+            "yaxis": {"title": {"text": "score"}, "range": [0, 1.05]},
+            "margin": {"t": 20},
+        },
+    }
+
+
+def breakdown_figures(details: list[RunDetail]) -> dict[str, dict[str, Any]]:
+    """One grouped bar chart per breakdown kind ("category", "eval"), a bar group per run."""
+    series: dict[tuple[str, str], dict[str, float]] = {}
+    for detail in details:
+        for item in detail.breakdowns:
+            series.setdefault((item["kind"], item["key"]), {})[detail.run_id] = item["mean"]
+    labels = [f"{d.model} {d.run_id[:8]}" for d in details]
+    figures: dict[str, dict[str, Any]] = {}
+    for kind in ("category", "eval"):
+        data = [
+            {
+                "type": "bar",
+                "name": key,
+                "x": labels,
+                "y": [values.get(d.run_id) for d in details],
+            }
+            for (k, key), values in sorted(series.items())
+            if k == kind
+        ]
+        layout: dict[str, Any] = {
+            "barmode": "group",
+            "yaxis": {"range": [0, 1]},
+            "margin": {"t": 30},
+        }
+        layout["title"] = {"text": f"per {kind}"}
+        figures[kind] = {"data": data, "layout": layout}
+    return figures
+
+
+def training_figure(points: list[CheckpointPoint]) -> dict[str, Any]:
+    """A training run's checkpoints: score with its band, gate decisions, promotions."""
+    steps = [p.step for p in points]
+    colours = {"pass": "#1a7f37", "fail": "#c62828", "inconclusive": "#b26a00"}
+    return {
+        "data": [
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": [p.high for p in points],
+                "mode": "lines",
+                "line": {"width": 0},
+                "showlegend": False,
+                "hoverinfo": "skip",
+            },
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": [p.low for p in points],
+                "mode": "lines",
+                "fill": "tonexty",
+                "line": {"width": 0},
+                "name": "95% CI",
+                "fillcolor": "rgba(31,119,180,0.2)",
+            },
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": [p.score for p in points],
+                "mode": "lines+markers",
+                "name": "score",
+            },
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "gate decision",
+                "x": [p.step for p in points if p.gate_decision],
+                "y": [p.score for p in points if p.gate_decision],
+                "text": [p.gate_decision for p in points if p.gate_decision],
+                "marker": {
+                    "size": 14,
+                    "symbol": "diamond-open",
+                    "color": [
+                        colours.get(p.gate_decision or "", "#555")
+                        for p in points
+                        if p.gate_decision
+                    ],
+                },
+            },
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": "promoted",
+                "x": [p.step for p in points if p.promoted],
+                "y": [p.score for p in points if p.promoted],
+                "marker": {"size": 9, "symbol": "star", "color": "#1a7f37"},
+            },
+        ],
+        "layout": {
+            "xaxis": {"title": {"text": "step"}},
+            "yaxis": {"title": {"text": "resolved rate"}, "range": [0, 1.05]},
+            "margin": {"t": 20},
+        },
+    }
