@@ -135,13 +135,7 @@ def prepare(
     assert name is not None
     out = spec.out_dir(name)
     check_out_dir(out)
-    task_options, epochs = spec.tasks, spec.epochs
-    if replay is not None:  # by default, what the recording ran
-        recorded_tasks = replay.run.config.get("tasks", {})
-        task_options = task_options or sorted(
-            recorded_tasks if isinstance(recorded_tasks, dict) else {}
-        )
-        epochs = epochs or int(str(replay.run.config.get("epochs", 1)))
+    task_options, epochs = _tasks_and_epochs(spec, replay)
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
     # Checked before building (a cold build takes seconds per task): a mistyped backend,
     # price table or database URL fails at once.
@@ -179,14 +173,10 @@ def prepare(
         model=name,
         base_url=recorded_url,
         endpoint_label=label,
-        suite_version=",".join(
-            sorted(
-                {task.task.suite_version for task in built} | ({"evals"} if scenarios else set())
-            )
-        ),
+        suite_version=_suite_version(built, bool(scenarios)),
         tasks={task.task.id: task.digest for task in built}
         | {task.id: digest for task, digest in eval_tasks},
-        epochs=epochs or 1,
+        epochs=epochs,
         temperature=spec.model.temperature,
         sandbox=backend_name,
     )
@@ -228,6 +218,22 @@ def prepare(
         run_dir=run_dir,
         executor=executor,
         store=store,
+    )
+
+
+def _tasks_and_epochs(spec: RunSpec, replay: ReplayResponder | None) -> tuple[list[str], int]:
+    """The task options and epochs asked for; a replay's default: what the recording ran."""
+    task_options, epochs = spec.tasks, spec.epochs
+    if replay is not None:
+        recorded = replay.run.config.get("tasks", {})
+        task_options = task_options or sorted(recorded if isinstance(recorded, dict) else {})
+        epochs = epochs or int(str(replay.run.config.get("epochs", 1)))
+    return task_options, epochs or 1
+
+
+def _suite_version(built: list[BuiltTask], evals: bool) -> str:
+    return ",".join(
+        sorted({task.task.suite_version for task in built} | ({"evals"} if evals else set()))
     )
 
 
