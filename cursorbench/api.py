@@ -180,9 +180,9 @@ def prepare(
         temperature=spec.model.temperature,
         sandbox=backend_name,
     )
-    connection = _model_endpoint(spec, name, endpoint, price, replay is not None)
+    connection = _model_endpoint(spec, endpoint, price, replay is not None)
     if model is None:
-        client = connection.client()
+        client = connection.client(config)
         client.on_retry = on_retry
         client.check()  # before the run folder or the store is touched: a bad one leaves nothing
         model = client
@@ -193,18 +193,16 @@ def prepare(
         stack.callback(store.close)
     tasks = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
     sandbox = SandboxPlan(
-        backend=backend_name,
         hidden=_hidden_paths(tasks, out, db_url, warnings),
         max_commands=spec.sandbox.max_commands,
         keep_workspaces=spec.sandbox.keep_workspaces,
     )
-    sandboxes = _open_sandboxes(sandbox, warnings)
+    sandboxes = _open_sandboxes(backend_name, sandbox, warnings)
     plan = RunPlan(
         config=config,
         endpoint=connection,
         sandbox=sandbox,
         work_dir=cache_home() / "attempts",
-        concurrency=spec.executor.concurrency,
         retry_errors=spec.retry_errors,
         task_categories={t.task.id: t.task.category.value for t in built},
         warnings=tuple(warnings),
@@ -238,15 +236,13 @@ def _suite_version(built: list[BuiltTask], evals: bool) -> str:
 
 
 def _model_endpoint(
-    spec: RunSpec, name: str, base_url: str, price: Price | None, replay: bool
+    spec: RunSpec, base_url: str, price: Price | None, replay: bool
 ) -> ModelEndpoint:
     return ModelEndpoint(
-        name=name,
         base_url=base_url,
         api_key=_api_key(spec),
         price=price,
         retry=RetryPolicy(max_retries=spec.model.max_retries, backoff_s=spec.model.retry_backoff_s),
-        temperature=spec.model.temperature,
         request_timeout_s=spec.model.request_timeout_s,
         max_connections=spec.model.max_connections or spec.executor.concurrency,
         attempt_header=replay,
@@ -336,9 +332,9 @@ def _api_key(spec: RunSpec) -> str:
     return key or os.environ.get("OPENAI_API_KEY") or "unused"
 
 
-def _open_sandboxes(sandbox: SandboxPlan, warnings: list[str]) -> SandboxBackend:
+def _open_sandboxes(backend: str, sandbox: SandboxPlan, warnings: list[str]) -> SandboxBackend:
     try:
-        sandboxes = open_backend(sandbox.backend, sandbox.settings())
+        sandboxes = open_backend(backend, sandbox.settings())
         protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
         sweep_stale_cgroups()  # left by runs killed before they could close their sandboxes
         if sandboxes.confined and not cgroups_available():

@@ -6,12 +6,17 @@ workers all read the same plan. Each setting lives in one place in it:
 
 - `config` (`RunConfig`): what makes two runs comparable; it is hashed, stored in
   run.json, and a resume must match it exactly.
-- `endpoint` (`ModelEndpoint`): how to reach the model; a remote worker builds its
-  client from it.
-- `sandbox` (`SandboxPlan`): the backend (already chosen, never "auto"), what is
-  hidden from agents, the command slots, and whether workspaces are kept.
-- how attempts run on this machine (`work_dir`, `concurrency`, `retry_errors`),
-  the tasks' categories (for the result store) and the warnings the run carries.
+- `endpoint` (`ModelEndpoint`): how to reach the model (the model's name and
+  temperature are the config's); `RunPlan.model_client` builds a client from both,
+  on this machine or on a worker.
+- `sandbox` (`SandboxPlan`): what is hidden from agents, the command slots, and
+  whether workspaces are kept (the backend is the config's `sandbox`, already
+  chosen, never "auto").
+- where attempts' scratch folders go on this machine (`work_dir`), whether errored
+  attempts run again (`retry_errors`), the tasks' categories (for the result
+  store) and the warnings the run carries.
+
+How many attempts are in flight, and where, is the executor's (`harness.executor`).
 
 A plan is plain data, so it crosses to remote workers as it is (pickled).
 """
@@ -56,28 +61,27 @@ class RunConfig(BaseModel):
 
 
 class ModelEndpoint(BaseModel):
-    """Everything needed to build a model client: plain data, so it can cross to workers."""
+    """How requests reach the model: plain data, so it can cross to workers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    base_url: str
+    base_url: str  # where requests go (the config's base_url is what the run records)
     api_key: str
     price: Price | None = None
     retry: RetryPolicy = RetryPolicy()
-    temperature: float | None = None
     request_timeout_s: float
     max_connections: int
     attempt_header: bool = False  # say which attempt asks (for replays)
 
-    def client(self) -> OpenAIChatModel:
+    def client(self, config: RunConfig) -> OpenAIChatModel:
+        """A client of this endpoint for the config's model, at its temperature."""
         return OpenAIChatModel(
-            name=self.name,
+            name=config.model,
             base_url=self.base_url,
             api_key=self.api_key,
             price=self.price,
             retry=self.retry,
-            temperature=self.temperature,
+            temperature=config.temperature,
             connection_slots=threading.Semaphore(self.max_connections),
             request_timeout_s=self.request_timeout_s,
             attempt_header=self.attempt_header,
@@ -89,7 +93,6 @@ class SandboxPlan(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    backend: str  # a backend name, already chosen (never 'auto')
     hidden: tuple[Path, ...] = ()  # a worker hides those that exist there, and its own cache
     max_commands: int | None = None  # sandboxed commands at once; None: one per CPU
     keep_workspaces: bool = False  # debugging: attempts' folders stay on disk
@@ -112,12 +115,14 @@ class RunPlan(BaseModel):
     endpoint: ModelEndpoint
     sandbox: SandboxPlan
     work_dir: Path  # attempts' scratch folders on this machine (hidden from agents)
-    concurrency: int = 4  # attempts in flight
     retry_errors: bool = False  # attempts that ended in `error` are run again on resume
     task_categories: dict[str, str | None] = {}  # task id -> category, for the result store
     warnings: tuple[str, ...] = ()
 
+    def model_client(self) -> OpenAIChatModel:
+        return self.endpoint.client(self.config)
+
     def worker_key(self) -> str:
         """What a worker's model client and sandbox backend are built from, as a digest."""
-        parts = self.model_dump_json(include={"endpoint", "sandbox"})
+        parts = self.model_dump_json(include={"config", "endpoint", "sandbox"})
         return hashlib.sha256(parts.encode()).hexdigest()[:16]

@@ -98,9 +98,9 @@ def _worker_parts(plan: RunPlan, cache: Path) -> tuple[OpenAIChatModel, SandboxB
         if key not in _environments:
             hidden = [*default_hidden_paths(), cache, *plan.sandbox.hidden]
             existing = tuple(dict.fromkeys(path for path in hidden if path.exists()))
-            backend = open_backend(plan.sandbox.backend, plan.sandbox.settings(hidden=existing))
+            backend = open_backend(plan.config.sandbox, plan.sandbox.settings(hidden=existing))
             backend.self_test(cache / "self-test" / uuid.uuid4().hex[:8])
-            _environments[key] = (plan.endpoint.client(), backend)
+            _environments[key] = (plan.model_client(), backend)
         return _environments[key]
 
 
