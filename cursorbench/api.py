@@ -9,9 +9,10 @@ print(outcome.summary.resolved_rate)
 `run` takes a `RunSpec` (or its plain data, or a YAML file's path) and,
 optionally, an injected model (any `ChatModel`), result store (any
 `ResultStore`) or executor (any `Executor`); what is not injected is built
-from the config. `prepare` does the same wiring and hands back the ready
-`Runner` (the CLI uses it to show progress). This is the only place a run is
-wired together: the CLI and the tests come through here.
+from the config. `prepare` resolves the spec into one `harness.plan.RunPlan`
+(what the runner, the executor and any remote worker share) and hands back the
+ready `Runner` (the CLI uses it to show progress). This is the only place a run
+is wired together: the CLI and the tests come through here.
 
 Order matters and is kept: tasks are built and the endpoint is checked before
 anything is written (a bad endpoint leaves no run folder and no database

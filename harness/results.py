@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 RESULT_FORMAT_VERSION = 1
 
@@ -98,6 +98,7 @@ class Usage(BaseModel):
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def cost_estimated(self) -> bool:
         """Whether part of `cost_usd` was priced from estimated token counts."""
