@@ -3,15 +3,16 @@
 ```python
 from cursorbench import api
 outcome = api.run({"tasks": ["textkit-*"], "model": {"base_url": URL, "name": "m"}})
-print(outcome.summary["resolved_rate"])
+print(outcome.summary.resolved_rate)
 ```
 
 `run` takes a `RunSpec` (or its plain data, or a YAML file's path) and,
 optionally, an injected model (any `ChatModel`), result store (any
 `ResultStore`) or executor (any `Executor`); what is not injected is built
-from the config. `prepare` does the same wiring and hands back the ready
-`Runner` (the CLI uses it to show progress). This is the only place a run is
-wired together: the CLI and the tests come through here.
+from the config. `prepare` resolves the spec into one `harness.plan.RunPlan`
+(what the runner, the executor and any remote worker share) and hands back the
+ready `Runner` (the CLI uses it to show progress). This is the only place a run
+is wired together: the CLI and the tests come through here.
 
 Order matters and is kept: tasks are built and the endpoint is checked before
 anything is written (a bad endpoint leaves no run folder and no database
@@ -25,7 +26,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
@@ -47,17 +47,17 @@ from cursorbench.suites import build_many
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.executor import Executor, LocalExecutor
-from harness.model import ChatModel, RetryListener, RetryPolicy
+from harness.model import ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.openai_server import OpenAIServer, Responder
+from harness.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan
 from harness.pricing import Price, load_price_table, price_for
-from harness.remote import ModelEndpoint, RemoteAttempt, WorkerSetup
 from harness.replay import ReplayResponder
 from harness.rundir import RunDir
-from harness.runner import Listener, ResultStore, RunConfig, RunInterrupted, Runner, RunOptions
+from harness.runner import Listener, RunInterrupted, Runner
 from harness.runner import RunOutcome as RunOutcome
 from harness.sandbox import (
     UNCONFINED_WARNING,
-    SandboxSettings,
+    SandboxBackend,
     SandboxUnavailable,
     choose_backend,
     open_backend,
@@ -70,6 +70,7 @@ from harness.sandbox.limits import (
     sweep_stale_cgroups,
 )
 from harness.spec import PreparedTask
+from harness.store import ResultStore
 
 EMBEDDED_BASE_URL = "embedded://reference-solver"
 
@@ -135,10 +136,7 @@ def prepare(
     assert name is not None
     out = spec.out_dir(name)
     check_out_dir(out)
-    task_options, epochs = spec.tasks, spec.epochs
-    if replay is not None:  # by default, what the recording ran
-        task_options = task_options or sorted(replay.run.config.get("tasks", {}))  # type: ignore[arg-type]
-        epochs = epochs or int(replay.run.config.get("epochs", 1))  # type: ignore[call-overload]
+    task_options, epochs = _tasks_and_epochs(spec, replay)
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
     # Checked before building (a cold build takes seconds per task): a mistyped backend,
     # price table or database URL fails at once.
@@ -158,48 +156,34 @@ def prepare(
     scenarios, eval_tasks = _eval_tasks(spec.evals)
     if replay is not None:
         warnings += _replay_warnings(replay.run.config.get("tasks", {}), built)
-    remote_executor = (
-        isinstance(spec.executor, RayExecutorSpec)
-        if executor is None
-        else bool(getattr(executor, "remote", False))
-    )
-    if model is not None and remote_executor:
+    if executor is None:  # a cluster is started or joined on first use, not here
+        executor = _executor(spec)
+        stack.callback(executor.shutdown)
+    if model is not None and executor.remote:
         raise ConfigError(
             "an injected model stays in this process; a remote executor rebuilds the model "
             "on its workers from the config's endpoint (give model.base_url instead)"
         )
     label, recorded_url, endpoint = _endpoint(
-        spec, built, scenarios, replay, stack, remote_executor
+        spec, built, scenarios, replay, stack, executor.remote
     )
+    if model is not None:
+        label = "injected"
+        recorded_url = model.base_url if isinstance(model, OpenAIChatModel) else "injected://"
     config = RunConfig(
         model=name,
-        base_url=recorded_url if model is None else getattr(model, "base_url", "injected://"),
-        endpoint_label=label if model is None else "injected",
-        suite_version=",".join(
-            sorted(
-                {task.task.suite_version for task in built} | ({"evals"} if scenarios else set())
-            )
-        ),
+        base_url=recorded_url,
+        endpoint_label=label,
+        suite_version=_suite_version(built, bool(scenarios)),
         tasks={task.task.id: task.digest for task in built}
         | {task.id: digest for task, digest in eval_tasks},
-        epochs=epochs or 1,
+        epochs=epochs,
         temperature=spec.model.temperature,
         sandbox=backend_name,
     )
-    concurrency = spec.executor.concurrency
-    connection = ModelEndpoint(
-        name=name,
-        base_url=endpoint,
-        api_key=_api_key(spec),
-        price=price,
-        retry=RetryPolicy(max_retries=spec.model.max_retries, backoff_s=spec.model.retry_backoff_s),
-        temperature=spec.model.temperature,
-        request_timeout_s=spec.model.request_timeout_s,
-        max_connections=spec.model.max_connections or concurrency,
-        attempt_header=replay is not None,
-    )
+    connection = _model_endpoint(spec, endpoint, price, replay is not None)
     if model is None:
-        client = connection.client()
+        client = connection.client(config)
         client.on_retry = on_retry
         client.check()  # before the run folder or the store is touched: a bad one leaves nothing
         model = client
@@ -208,51 +192,78 @@ def prepare(
 
         store = open_store(db_url)
         stack.callback(store.close)
-    describe = getattr(store, "describe_tasks", None)  # task categories, for the leaderboard
-    if describe is not None:
-        describe(config.suite_version, {t.task.id: t.task.category.value for t in built})
     tasks = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
-    hidden = _hidden_paths(tasks, out, db_url, warnings)
-    keep = spec.sandbox.keep_workspaces
-    options = RunOptions(
-        work_dir=cache_home() / "attempts",
-        concurrency=concurrency,
-        keep_workspaces=keep,
-        retry_errors=spec.retry_errors,
-        warnings=warnings,
+    sandbox = SandboxPlan(
+        hidden=_hidden_paths(tasks, out, db_url, warnings),
+        max_commands=spec.sandbox.max_commands,
+        keep_workspaces=spec.sandbox.keep_workspaces,
     )
-    if executor is None:
-        executor = _executor(spec, concurrency)
-        stack.callback(executor.shutdown)
-    remote = None
-    if getattr(executor, "remote", False):
-        setup = WorkerSetup(
-            model=connection,
-            sandbox=backend_name,
-            hidden=hidden,
-            max_commands=spec.sandbox.max_commands,
-            keep_workspaces=keep,
-        )
-        remote = RemoteAttempt(setup)
-    sandboxes = _open_sandboxes(backend_name, hidden, spec, warnings)
+    sandboxes = _open_sandboxes(backend_name, sandbox, warnings)
+    plan = RunPlan(
+        config=config,
+        endpoint=connection,
+        sandbox=sandbox,
+        work_dir=cache_home() / "attempts",
+        retry_errors=spec.retry_errors,
+        task_categories={t.task.id: t.task.category.value for t in built},
+        warnings=tuple(warnings),
+    )
     run_dir = stack.enter_context(RunDir(out).holding())
-    return Runner(tasks, config, options, model, sandboxes, run_dir, store, executor, remote)
+    return Runner(
+        plan,
+        tasks=tasks,
+        model=model,
+        backend=sandboxes,
+        run_dir=run_dir,
+        executor=executor,
+        store=store,
+    )
 
 
-def _executor(spec: RunSpec, concurrency: int) -> Executor:
+def _tasks_and_epochs(spec: RunSpec, replay: ReplayResponder | None) -> tuple[list[str], int]:
+    """The task options and epochs asked for; a replay's default: what the recording ran."""
+    task_options, epochs = spec.tasks, spec.epochs
+    if replay is not None:
+        recorded = replay.run.config.get("tasks", {})
+        task_options = task_options or sorted(recorded if isinstance(recorded, dict) else {})
+        epochs = epochs or int(str(replay.run.config.get("epochs", 1)))
+    return task_options, epochs or 1
+
+
+def _suite_version(built: list[BuiltTask], evals: bool) -> str:
+    return ",".join(
+        sorted({task.task.suite_version for task in built} | ({"evals"} if evals else set()))
+    )
+
+
+def _model_endpoint(
+    spec: RunSpec, base_url: str, price: Price | None, replay: bool
+) -> ModelEndpoint:
+    return ModelEndpoint(
+        base_url=base_url,
+        api_key=_api_key(spec),
+        price=price,
+        retry=RetryPolicy(max_retries=spec.model.max_retries, backoff_s=spec.model.retry_backoff_s),
+        request_timeout_s=spec.model.request_timeout_s,
+        max_connections=spec.model.max_connections or spec.executor.concurrency,
+        attempt_header=replay,
+    )
+
+
+def _executor(spec: RunSpec) -> Executor:
     if isinstance(spec.executor, RayExecutorSpec):
         from harness.ray_executor import RayExecutor
 
         ray = spec.executor
         return RayExecutor(
-            concurrency=concurrency,
+            concurrency=ray.concurrency,
             address=ray.address,
             num_cpus=ray.num_cpus,
             cpus_per_attempt=ray.cpus_per_attempt,
             object_store_mb=ray.object_store_mb,
             max_task_retries=ray.max_task_retries,
         )
-    return LocalExecutor(concurrency)
+    return LocalExecutor(spec.executor.concurrency)
 
 
 def _eval_tasks(names: list[str]) -> tuple[list[Any], list[tuple[PreparedTask, str]]]:
@@ -322,17 +333,9 @@ def _api_key(spec: RunSpec) -> str:
     return key or os.environ.get("OPENAI_API_KEY") or "unused"
 
 
-def _open_sandboxes(
-    backend_name: str, hidden: tuple[Path, ...], spec: RunSpec, warnings: list[str]
-) -> Any:
-    slots = spec.sandbox.max_commands or (os.cpu_count() or 2)
-    settings = SandboxSettings(
-        hidden=hidden,
-        command_slots=threading.Semaphore(slots),
-        keep_files=spec.sandbox.keep_workspaces,
-    )
+def _open_sandboxes(backend: str, sandbox: SandboxPlan, warnings: list[str]) -> SandboxBackend:
     try:
-        sandboxes = open_backend(backend_name, settings)
+        sandboxes = open_backend(backend, sandbox.settings())
         protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
         sweep_stale_cgroups()  # left by runs killed before they could close their sandboxes
         if sandboxes.confined and not cgroups_available():

@@ -279,7 +279,7 @@ def show(
     if as_json:
         document = {
             "run": stored.model_dump(mode="json"),
-            "summary": summary,
+            "summary": summary.as_json() if summary is not None else None,
             "attempts": [result.model_dump(mode="json") for result in results],
         }
         print(json.dumps(document, indent=2, default=str))

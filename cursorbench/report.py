@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.table import Table
 
 from harness.results import AttemptResult, RunInfo, Status, TestOutcome
-from harness.summary import score_key, score_means
+from harness.summary import RunSummary, score_key, score_means
 
 REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}
-ESTIMATED_NOTE = "~ estimated: the endpoint reported no usage"
+ESTIMATED_NOTE = "~ estimated: the endpoint reported no usage (cost priced from estimates)"
 
 
 def _seconds(value: float) -> str:
@@ -21,6 +19,10 @@ def _seconds(value: float) -> str:
 
 def _tokens(count: int, estimated: bool) -> str:
     return f"~{count:,}" if estimated else f"{count:,}"
+
+
+def _cost(usd: float, estimated: bool) -> str:
+    return f"~${usd:.4f}" if estimated else f"${usd:.4f}"
 
 
 def _share(part: int, whole: int) -> str:
@@ -32,11 +34,11 @@ def partial_note(finished: int, planned: int) -> str | None:
     return f"PARTIAL: {finished} of {planned} attempts finished" if finished < planned else None
 
 
-def run_wall_time(results: list[AttemptResult], summary: dict[str, Any] | None) -> float:
+def run_wall_time(results: list[AttemptResult], summary: RunSummary | None) -> float:
     """The run's wall time: from its summary where it was measured, else from the first
     attempt's start to the last one's end (never the sum of overlapping attempts)."""
-    if summary and "attempt_time_s" in summary and "wall_time_s" in summary:
-        return float(summary["wall_time_s"])
+    if summary is not None and summary.attempt_time_s is not None:
+        return summary.wall_time_s
     if not results:
         return 0.0
     start = min(result.started_at for result in results)
@@ -47,7 +49,7 @@ def results_table(
     run: RunInfo,
     results: list[AttemptResult],
     planned: int,
-    summary: dict[str, Any] | None = None,
+    summary: RunSummary | None = None,
 ) -> Table:
     embedded = run.endpoint_label == REFERENCE
     who = "embedded reference solver, not a model" if embedded else run.base_url
@@ -75,7 +77,8 @@ def results_table(
     tokens = sum(r.usage.tokens for r in results)
     table.add_column("tokens", justify="right", footer=_tokens(tokens, estimated))
     cost = sum(r.usage.cost_usd for r in results)
-    table.add_column("cost", justify="right", footer=f"${cost:.4f}")
+    cost_estimated = any(r.usage.cost_estimated for r in results)
+    table.add_column("cost", justify="right", footer=_cost(cost, cost_estimated))
     wall = run_wall_time(results, summary)
     table.add_column("time", justify="right", footer=f"{_seconds(wall)} wall")
     scored = any(result.scores for result in results)
@@ -93,7 +96,7 @@ def results_table(
             f"[{style}]{result.failure.value}[/]" if result.failure else "",
             str(result.turns),
             _tokens(result.usage.tokens, result.usage.estimated_calls > 0),
-            f"${result.usage.cost_usd:.4f}",
+            _cost(result.usage.cost_usd, result.usage.cost_estimated),
             _seconds(result.wall_time_s),
             *([scores] if scored else []),
         )
@@ -112,9 +115,9 @@ def scores_table(results: list[AttemptResult]) -> Table | None:
     for key, figures in means.items():
         table.add_row(
             key,
-            f"{figures['mean']:.3f}",
-            str(figures["attempts"]),
-            _share(figures["resolved"], figures["attempts"]),
+            f"{figures.mean:.3f}",
+            str(figures.attempts),
+            _share(figures.resolved, figures.attempts),
         )
     return table
 
@@ -124,7 +127,7 @@ def print_run(
     run: RunInfo,
     results: list[AttemptResult],
     planned: int,
-    summary: dict[str, Any] | None = None,
+    summary: RunSummary | None = None,
     warnings: bool = True,
 ) -> None:
     """The table, the behaviour scores, the run's warnings (unless already shown), an

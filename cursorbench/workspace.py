@@ -38,6 +38,7 @@ from cursorbench.task import (
     Task,
 )
 from harness.errors import CursorBenchError
+from harness.home import cache_home as cache_home  # re-exported: the suite keeps its cache there
 from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.bubblewrap import default_hidden_paths
@@ -51,10 +52,6 @@ READY_MARKER = "READY"
 
 class BuildError(CursorBenchError, RuntimeError):
     """The task cannot be built (one line, naming the task)."""
-
-
-def cache_home() -> Path:
-    return Path(os.environ.get("CURSORBENCH_HOME", Path.home() / ".cache" / "cursorbench"))
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ from harness.executor import Executor, LocalExecutor
 from harness.grading import GradeReport, grade
 from harness.model import ChatModel, ContextOverflow, ModelAPIError, OpenAIChatModel, RetryPolicy
 from harness.openai_server import OpenAIServer, Reply, Responder
+from harness.plan import RunConfig, RunPlan
 from harness.results import Attempt, AttemptResult, Failure, RunInfo, Status, Usage
-from harness.runner import ResultStore, RunConfig, Runner, RunOptions
+from harness.runner import Runner
 from harness.spec import Limits, PreparedTask, Verification
+from harness.store import ResultStore
 
 __all__ = [
     "AgentOutcome",
@@ -36,7 +38,7 @@ __all__ = [
     "RetryPolicy",
     "RunConfig",
     "RunInfo",
-    "RunOptions",
+    "RunPlan",
     "Runner",
     "Status",
     "Usage",

@@ -15,11 +15,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from harness.agent import AgentOutcome, run_agent
+from harness.agent import run_agent
 from harness.flags import scan
 from harness.grading import GradeReport, grade
 from harness.model import CURRENT_ATTEMPT, ChatModel
-from harness.results import Attempt, AttemptResult, Failure, Score, Status, TestOutcome
+from harness.plan import SandboxPlan
+from harness.results import (
+    Attempt,
+    AttemptResult,
+    AttemptTally,
+    Failure,
+    Score,
+    Status,
+    TestOutcome,
+    Verdict,
+)
 from harness.sandbox import (
     PatchRejected,
     ResourceLimitExceeded,
@@ -36,13 +46,14 @@ from harness.trajectory import Trajectory, read_trajectory
 
 @dataclass
 class AttemptEnvironment:
-    """What every attempt of a run shares."""
+    """What every attempt of a run shares on one machine: the live model client and sandbox
+    backend, where scratch folders and trajectories go, and the run's sandbox plan."""
 
     model: ChatModel
     backend: SandboxBackend
     work_dir: Path  # attempts' scratch folders (hidden from agents)
     run_dir: Path  # trajectories are written under it
-    keep_workspaces: bool = False
+    sandbox: SandboxPlan
 
     def open_sandbox(self, task: PreparedTask, scratch: Path) -> Sandbox:
         return self.backend.open(task.workspace, scratch / "sandbox")
@@ -59,42 +70,24 @@ def run_attempt(task: PreparedTask, attempt: Attempt, env: AttemptEnvironment) -
     header = {"task_id": task.id, "epoch": attempt.epoch, "model": env.model.name}
     token = CURRENT_ATTEMPT.set(attempt.key)  # model calls say which attempt made them
     try:
-        return _run_recorded(task, attempt, env, scratch, relative, header, started)
+        with Trajectory(env.run_dir / relative, header) as trajectory:
+            tally = AttemptTally()
+            verdict = _attempt(task, env, scratch, trajectory, tally)
+            result = AttemptResult.of(attempt, tally, verdict, started, datetime.now(UTC), relative)
+            trajectory.write("result", result=result.model_dump(mode="json"))
+        return result
     finally:
         CURRENT_ATTEMPT.reset(token)
 
 
-def _run_recorded(
-    task: PreparedTask,
-    attempt: Attempt,
-    env: AttemptEnvironment,
-    scratch: Path,
-    relative: str,
-    header: dict,
-    started: datetime,
-) -> AttemptResult:
-    with Trajectory(env.run_dir / relative, header) as trajectory:
-        fields = _attempt(task, attempt, env, scratch, trajectory)
-        finished = datetime.now(UTC)
-        result = AttemptResult(
-            **fields,
-            started_at=started,
-            finished_at=finished,
-            wall_time_s=(finished - started).total_seconds(),
-            trajectory=relative,
-        )
-        trajectory.write("result", result=result.model_dump(mode="json"))
-    return result
-
-
 def _attempt(
     task: PreparedTask,
-    attempt: Attempt,
     env: AttemptEnvironment,
     scratch: Path,
     trajectory: Trajectory,
-) -> dict:
-    base: dict = {"task_id": task.id, "epoch": attempt.epoch}
+    tally: AttemptTally,
+) -> Verdict:
+    """How the attempt ended; what it did goes into `tally` as it happens."""
     sandbox: Sandbox | None = None
     try:
         sandbox = env.open_sandbox(task, scratch)
@@ -108,46 +101,50 @@ def _attempt(
             tools=task.tools,
             interruptions=task.interruptions,
         )
-        base |= _agent_fields(outcome)
+        tally.turns, tally.tool_calls, tally.usage = (
+            outcome.turns,
+            outcome.tool_calls,
+            outcome.usage,
+        )
         if outcome.failure is not None:
-            return base | _failed(outcome.failure, outcome.message)
+            return _failed(outcome.failure, outcome.message)
         patch = sandbox.diff()
         behaviour = behaviour_part(task.verification)
         files = _final_files(task, sandbox, patch) if behaviour else None
         sandbox.close()  # before grading: its memory and processes are freed
         sandbox = None
-        added, removed = diff_stats(patch)
-        base |= {"diff_lines_added": added, "diff_lines_removed": removed}
-        base["flags"] = scan(patch, task.verification.protected_paths)
-        trajectory.write("diff", patch=patch, flags=base["flags"])
+        tally.diff_lines_added, tally.diff_lines_removed = diff_stats(patch)
+        tally.flags = scan(patch, task.verification.protected_paths)
+        trajectory.write("diff", patch=patch, flags=tally.flags)
         verdict = _pytest_verdict(task, patch, env, scratch, trajectory)
         if behaviour is None or files is None:
             assert verdict is not None
-            return base | verdict
-        resolved = None if verdict is None else verdict["status"] is Status.RESOLVED
+            return verdict
+        resolved = None if verdict is None else verdict.status is Status.RESOLVED
         state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
         scores = score_checks(task, behaviour.checks, state, read_trajectory(trajectory.path))
         trajectory.write("scores", scores={k: v.model_dump() for k, v in scores.items()})
-        return base | {"scores": scores} | (verdict or _behaviour_verdict(behaviour, scores))
+        final = verdict or _behaviour_verdict(behaviour, scores)
+        return final.model_copy(update={"scores": final.scores or scores})  # grading's first
     except ResourceLimitExceeded as limit:
         trajectory.write("limit", message=str(limit))
-        return base | _failed(Failure.RESOURCE_LIMIT, str(limit))
+        return _failed(Failure.RESOURCE_LIMIT, str(limit))
     except PatchRejected as rejected:
         trajectory.write("rejected", message=str(rejected))
-        return base | _failed(Failure.PATCH_REJECTED, str(rejected))
+        return _failed(Failure.PATCH_REJECTED, str(rejected))
     except Exception as error:  # one broken attempt must not stop the run
         trajectory.write("exception", traceback=traceback.format_exc())
-        return base | _failed(Failure.INFRA_ERROR, f"{type(error).__name__}: {error}")
+        return _failed(Failure.INFRA_ERROR, f"{type(error).__name__}: {error}")
     finally:
         if sandbox is not None:
             sandbox.close()
-        if not env.keep_workspaces:
+        if not env.sandbox.keep_workspaces:
             remove_tree(scratch)
 
 
 def _pytest_verdict(
     task: PreparedTask, patch: str, env: AttemptEnvironment, scratch: Path, trajectory: Trajectory
-) -> dict | None:
+) -> Verdict | None:
     """The result fields grading decides, or None for a behaviour-only task."""
     if not graded_by_run(task.verification):
         return None
@@ -188,7 +185,7 @@ def _text(data: bytes) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _behaviour_verdict(behaviour: BehaviourVerification, scores: dict[str, Score]) -> dict:
+def _behaviour_verdict(behaviour: BehaviourVerification, scores: dict[str, Score]) -> Verdict:
     """A behaviour-only task is resolved when every check scored at or above its bar."""
     low = [
         f"{check.score_key} {scores[check.score_key].value:.2f} < {check.threshold}"
@@ -196,30 +193,19 @@ def _behaviour_verdict(behaviour: BehaviourVerification, scores: dict[str, Score
         if check.score_key in scores and scores[check.score_key].value < check.threshold
     ]
     if not low:
-        return {"status": Status.RESOLVED}
+        return Verdict(status=Status.RESOLVED)
     return _failed(Failure.BEHAVIOUR_FAILED, "; ".join(low))
 
 
-def _agent_fields(outcome: AgentOutcome) -> dict:
-    return {
-        "turns": outcome.turns,
-        "tool_calls": outcome.tool_calls,
-        "usage": outcome.usage,
-    }
+def _failed(failure: Failure, message: str) -> Verdict:
+    return Verdict.failed(failure, message)
 
 
-def _failed(failure: Failure, message: str) -> dict:
-    first_line = message.strip().splitlines()[0] if message.strip() else failure.value
-    return {"status": failure.status, "failure": failure, "error": first_line[:500]}
-
-
-def _graded(report: GradeReport) -> dict:
-    fields: dict = {"tests": report.tests}
-    if report.scores:
-        fields["scores"] = report.scores
+def _graded(report: GradeReport) -> Verdict:
     if report.resolved:
-        return fields | {"status": Status.RESOLVED}
+        return Verdict(status=Status.RESOLVED, tests=report.tests, scores=report.scores)
     assert report.failure is not None
     failing = sum(outcome is not TestOutcome.PASSED for outcome in report.tests.values())
     message = report.error or f"{failing} of {len(report.tests)} tests did not pass"
-    return fields | _failed(report.failure, message)
+    failed = _failed(report.failure, message)
+    return failed.model_copy(update={"tests": report.tests, "scores": report.scores})

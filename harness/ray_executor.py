@@ -7,8 +7,8 @@ resumed run with nothing left to do starts no cluster. Each attempt is one Ray t
 reserves `cpus_per_attempt` CPUs; at most `concurrency` are in flight. A task
 whose worker dies (killed, out of memory) is run again by Ray up to
 `max_task_retries` times; the driver yields each attempt once, so it is
-counted once. A task that still cannot run becomes the function's `failed`
-result (an `infra_error` attempt), never a crash of the run.
+counted once. A task that still cannot run becomes what `lost` makes of it
+(the runner's: an `infra_error` attempt), never a crash of the run.
 
 What a task needs crosses as plain data (see `harness.remote`); packed task
 files go into the object store once (`put`) and are shared by every attempt
@@ -102,7 +102,12 @@ class RayExecutor:
         """One copy of `value` in the object store, for every task that needs it."""
         return self._connect().put(value)
 
-    def map_unordered(self, function: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+    def map_unordered(
+        self,
+        function: Callable[[Any], Any],
+        items: Iterable[Any],
+        lost: Callable[[Any, BaseException], Any] | None = None,
+    ) -> Iterator[Any]:
         items = list(items)
         if not items:
             return
@@ -124,10 +129,9 @@ class RayExecutor:
             try:
                 result = ray.get(ready[0])
             except (ray.exceptions.RayError, OSError) as error:
-                failed = getattr(function, "failed", None)
-                if failed is None:
+                if lost is None:
                     raise
-                result = failed(item, error)
+                result = lost(item, error)
             submit()
             yield result
 

@@ -1,10 +1,10 @@
 """Attempts that run away from the driver: what crosses to a worker, and what comes back.
 
-A worker gets plain data only: a `WorkerSetup` (how to reach the model, which
+A worker gets plain data only: the run's `RunPlan` (how to reach the model, which
 sandbox backend to build, what to hide from agents) and one `AttemptJob` per
 attempt, whose prepared task travels as a tar archive (`pack_task`), so no
 shared filesystem is needed. The worker rebuilds its model client and
-sandbox backend from the setup (once per worker process), unpacks the task
+sandbox backend from the plan (once per worker process), unpacks the task
 into its own cache, runs the attempt with the trajectory in a private
 folder, and sends back a `FinishedAttempt`: the result and the trajectory's
 text. The driver writes both into the run folder; it is the only writer.
@@ -14,7 +14,6 @@ How jobs are scheduled (Ray, ...) is the executor's business, not this module's.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import tarfile
@@ -26,61 +25,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from harness.attempt import AttemptEnvironment, run_attempt, trajectory_path
-from harness.model import OpenAIChatModel, RetryPolicy
-from harness.pricing import Price
+from harness.home import cache_home
+from harness.model import OpenAIChatModel
+from harness.plan import RunPlan
 from harness.results import Attempt, AttemptResult, Failure, Status
-from harness.sandbox import SandboxBackend, SandboxSettings, open_backend
+from harness.sandbox import SandboxBackend, open_backend
 from harness.sandbox.local import remove_tree
 from harness.spec import PreparedTask
 
 READY = "READY"
-
-
-class ModelEndpoint(BaseModel):
-    """Everything needed to build a model client: plain data, so it can cross to workers."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    base_url: str
-    api_key: str
-    price: Price | None = None
-    retry: RetryPolicy = RetryPolicy()
-    temperature: float | None = None
-    request_timeout_s: float
-    max_connections: int
-    attempt_header: bool = False  # say which attempt asks (for replays)
-
-    def client(self) -> OpenAIChatModel:
-        return OpenAIChatModel(
-            name=self.name,
-            base_url=self.base_url,
-            api_key=self.api_key,
-            price=self.price,
-            retry=self.retry,
-            temperature=self.temperature,
-            connection_slots=threading.Semaphore(self.max_connections),
-            request_timeout_s=self.request_timeout_s,
-            attempt_header=self.attempt_header,
-        )
-
-
-class WorkerSetup(BaseModel):
-    """What a worker rebuilds its environment from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    model: ModelEndpoint
-    sandbox: str  # a backend name, already chosen by the driver (never 'auto')
-    hidden: tuple[Path, ...] = ()  # hidden where they exist on the worker, with its own cache
-    max_commands: int | None = None
-    keep_workspaces: bool = False
-
-    def digest(self) -> str:
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -131,47 +85,41 @@ def unpack_task(job: AttemptJob, packed: bytes, cache: Path) -> PreparedTask:
     )
 
 
-_environments: dict[str, tuple[ModelEndpoint, SandboxBackend]] = {}
+_environments: dict[str, tuple[OpenAIChatModel, SandboxBackend]] = {}
 _environments_lock = threading.Lock()
 
 
-def _worker_parts(setup: WorkerSetup, cache: Path) -> tuple[OpenAIChatModel, SandboxBackend]:
-    """The model client and sandbox backend of this worker process, built once per setup."""
+def _worker_parts(plan: RunPlan, cache: Path) -> tuple[OpenAIChatModel, SandboxBackend]:
+    """The model client and sandbox backend of this worker process, built once per plan."""
     from harness.sandbox.bubblewrap import default_hidden_paths
 
     with _environments_lock:
-        key = setup.digest()
+        key = plan.worker_key()
         if key not in _environments:
-            hidden = [*default_hidden_paths(), cache, *setup.hidden]
-            settings = SandboxSettings(
-                hidden=tuple(dict.fromkeys(path for path in hidden if path.exists())),
-                command_slots=threading.Semaphore(setup.max_commands or (os.cpu_count() or 2)),
-                keep_files=setup.keep_workspaces,
-            )
-            backend = open_backend(setup.sandbox, settings)
+            hidden = [*default_hidden_paths(), cache, *plan.sandbox.hidden]
+            existing = tuple(dict.fromkeys(path for path in hidden if path.exists()))
+            backend = open_backend(plan.config.sandbox, plan.sandbox.settings(hidden=existing))
             backend.self_test(cache / "self-test" / uuid.uuid4().hex[:8])
-            _environments[key] = (setup.model.client(), backend)  # type: ignore[assignment]
-        return _environments[key]  # type: ignore[return-value]
+            _environments[key] = (plan.model_client(), backend)
+        return _environments[key]
 
 
 class RemoteAttempt:
     """Runs one `AttemptJob` on a worker; picklable, so executors can ship it."""
 
-    def __init__(self, setup: WorkerSetup, cache: Path | None = None) -> None:
-        self.setup = setup
+    def __init__(self, plan: RunPlan, cache: Path | None = None) -> None:
+        self.plan = plan
         self.cache = cache  # None: the worker's own cache home
 
     def __call__(self, job: AttemptJob) -> FinishedAttempt:
-        from cursorbench.workspace import cache_home  # the worker's own cache
-
-        cache = self.cache or cache_home()
+        cache = self.cache or cache_home()  # the worker's own cache
         packed = job.packed
         if packed is not None and not isinstance(packed, bytes):
             import ray  # a handle into Ray's object store
 
             packed = ray.get(packed)
         task = unpack_task(job, packed, cache) if packed is not None else job.task
-        model, backend = _worker_parts(self.setup, cache)
+        model, backend = _worker_parts(self.plan, cache)
         sweep_dead_workers(cache / "attempts")
         with tempfile.TemporaryDirectory(prefix="cursorbench-attempt-") as folder:
             environment = AttemptEnvironment(
@@ -179,7 +127,7 @@ class RemoteAttempt:
                 backend=backend,
                 work_dir=cache / "attempts" / f"remote-{os.getpid()}-{uuid.uuid4().hex[:12]}",
                 run_dir=Path(folder),
-                keep_workspaces=self.setup.keep_workspaces,
+                sandbox=self.plan.sandbox,
             )
             result = run_attempt(task, job.attempt, environment)
             text = (Path(folder) / trajectory_path(job.attempt)).read_text(encoding="utf-8")

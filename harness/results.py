@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 RESULT_FORMAT_VERSION = 1
 
@@ -98,6 +98,12 @@ class Usage(BaseModel):
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_estimated(self) -> bool:
+        """Whether part of `cost_usd` was priced from estimated token counts."""
+        return self.estimated_calls > 0 and self.cost_usd > 0
+
 
 class Score(BaseModel):
     """One graded aspect of an attempt (an eval, a behaviour check): a value in [0, 1] and
@@ -109,6 +115,35 @@ class Score(BaseModel):
     value: float = Field(ge=0.0, le=1.0)
     reasons: list[str] = Field(default_factory=list)
     judged: bool = False
+
+
+class Verdict(BaseModel):
+    """How an attempt ended: resolved, or failed (or errored) and why; what grading saw."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Status
+    failure: Failure | None = None
+    error: str | None = None
+    tests: dict[str, TestOutcome] = Field(default_factory=dict)
+    scores: dict[str, Score] = Field(default_factory=dict)
+
+    @classmethod
+    def failed(cls, failure: Failure, message: str) -> Verdict:
+        """`failure`'s status, with the message's first line (at most 500 characters)."""
+        first_line = message.strip().splitlines()[0] if message.strip() else failure.value
+        return cls(status=failure.status, failure=failure, error=first_line[:500])
+
+
+class AttemptTally(BaseModel):
+    """What an attempt did, filled in as it goes: the agent's figures and its change's."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    diff_lines_added: int = 0
+    diff_lines_removed: int = 0
+    flags: list[str] = Field(default_factory=list)
 
 
 class AttemptResult(BaseModel):
@@ -137,6 +172,37 @@ class AttemptResult(BaseModel):
         description="Scores of the task's behaviour checks by key (e.g. 'intent'), besides "
         "`status`, which says whether the task was solved.",
     )
+
+    @classmethod
+    def of(
+        cls,
+        attempt: Attempt,
+        tally: AttemptTally,
+        verdict: Verdict,
+        started_at: datetime,
+        finished_at: datetime,
+        trajectory: str | None,
+    ) -> AttemptResult:
+        """The result of `attempt`, from what it did and how it ended."""
+        return cls(
+            task_id=attempt.task_id,
+            epoch=attempt.epoch,
+            status=verdict.status,
+            failure=verdict.failure,
+            error=verdict.error,
+            tests=verdict.tests,
+            scores=verdict.scores,
+            diff_lines_added=tally.diff_lines_added,
+            diff_lines_removed=tally.diff_lines_removed,
+            usage=tally.usage,
+            turns=tally.turns,
+            tool_calls=tally.tool_calls,
+            flags=tally.flags,
+            wall_time_s=(finished_at - started_at).total_seconds(),
+            started_at=started_at,
+            finished_at=finished_at,
+            trajectory=trajectory,
+        )
 
     @property
     def resolved(self) -> bool:

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
+from harness.summary import RunSummary
 
 RUN_FILE = "run.json"
 ATTEMPTS_FILE = "attempts.jsonl"
@@ -88,10 +89,9 @@ class RunDir:
     def wall_time_s(self) -> float:
         """The wall time earlier sessions of this run spent (from summary.json), or 0."""
         summary = self.summary()
-        if summary is None or "attempt_time_s" not in summary:
+        if summary is None or summary.attempt_time_s is None:
             return 0.0  # an older summary whose wall_time_s was the sum of attempts
-        value = summary.get("wall_time_s")
-        return float(value) if isinstance(value, int | float) else 0.0
+        return summary.wall_time_s
 
     def write_text(self, relative: str, text: str) -> None:
         """Writes a file under the folder at once (e.g. a trajectory that came back)."""
@@ -162,13 +162,13 @@ class RunDir:
             os.fsync(file.fileno())
         os.replace(temporary, self.attempts_path)
 
-    def summary(self) -> dict[str, Any] | None:
-        """summary.json as last written, or None."""
+    def summary(self) -> RunSummary | None:
+        """summary.json as last written, or None (none yet, or not readable as a summary)."""
         try:
             data = json.loads((self.path / SUMMARY_FILE).read_text())
         except (OSError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
+        return RunSummary.read(data)
 
-    def write_summary(self, summary: dict[str, Any]) -> None:
-        write_json_atomic(self.path / SUMMARY_FILE, summary)
+    def write_summary(self, summary: RunSummary) -> None:
+        write_json_atomic(self.path / SUMMARY_FILE, summary.as_json())

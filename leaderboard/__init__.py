@@ -7,6 +7,6 @@ baseline), `transfer` (import run folders, export tables and SWE-bench predictio
 `dashboard` (the web page).
 """
 
-from leaderboard.store import SqlStore, Store, StoreError, open_store
+from leaderboard.store import SqlStore, StoreError, open_store
 
-__all__ = ["SqlStore", "Store", "StoreError", "open_store"]
+__all__ = ["SqlStore", "StoreError", "open_store"]

@@ -37,18 +37,28 @@ SUITE_NAME = "cursorbench"  # the bundled suite; runs name no other yet
 METRIC_FIELDS = ("wait_s", "estimated_calls", "truncated_replies")  # Usage fields without columns
 
 
+def table_of(row: Any) -> Table:
+    """A mapped class's table (SQLAlchemy types `__table__` as any FROM clause)."""
+    table = row.__table__
+    assert isinstance(table, Table)
+    return table
+
+
 def insert_ignoring(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
     """Insert rows; any whose primary or unique key already exists is skipped."""
     if not rows:
         return
     dialect = conn.dialect.name
     if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        conn.execute(sqlite_insert(table).on_conflict_do_nothing(), list(rows))
     elif dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        conn.execute(postgresql_insert(table).on_conflict_do_nothing(), list(rows))
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported
         raise NotImplementedError(f"insert-only writes are not implemented for {dialect}")
-    conn.execute(dialect_insert(table).on_conflict_do_nothing(), list(rows))
 
 
 def _get_or_create(conn: Connection, table: Table, key: dict[str, Any]) -> Any:
@@ -61,17 +71,17 @@ def _get_or_create(conn: Connection, table: Table, key: dict[str, Any]) -> Any:
 
 
 def model_id(conn: Connection, name: str) -> int:
-    return _get_or_create(conn, ModelRow.__table__, {"name": name})
+    return _get_or_create(conn, table_of(ModelRow), {"name": name})
 
 
 def suite_id(conn: Connection, version: str, name: str = SUITE_NAME) -> int:
-    return _get_or_create(conn, SuiteRow.__table__, {"name": name, "version": version})
+    return _get_or_create(conn, table_of(SuiteRow), {"name": name, "version": version})
 
 
 def describe_tasks(conn: Connection, suite: int, categories: dict[str, str | None]) -> None:
     """Add the suite's tasks; a known task without a category gets the one given. Only the
     tasks missing or lacking their category are written (a run's start names every task)."""
-    table = TaskRow.__table__
+    table = table_of(TaskRow)
     found = conn.execute(select(table.c.task_id, table.c.category).where(table.c.suite_id == suite))
     known = {task: category for task, category in found}
     insert_ignoring(
@@ -102,13 +112,13 @@ def describe_tasks(conn: Connection, suite: int, categories: dict[str, str | Non
 
 
 def checkpoint_id(conn: Connection, training_run: str, step: int, tokens_seen: int | None) -> str:
-    runs = TrainingRunRow.__table__
+    runs = table_of(TrainingRunRow)
     now = datetime.now(UTC)
     insert_ignoring(
         conn, runs, [{"id": str(uuid.uuid4()), "name": training_run, "created_at": now}]
     )
     training_id = conn.execute(select(runs.c.id).where(runs.c.name == training_run)).scalar_one()
-    table = CheckpointRow.__table__
+    table = table_of(CheckpointRow)
     row = {
         "id": str(uuid.uuid4()),
         "training_run_id": training_id,
@@ -231,6 +241,6 @@ def trajectory_row(
     }
 
 
-METRICS_TABLE = AttemptMetricRow.__table__
-SCORES_TABLE = AttemptScoreRow.__table__
-TRAJECTORIES_TABLE = TrajectoryRow.__table__
+METRICS_TABLE = table_of(AttemptMetricRow)
+SCORES_TABLE = table_of(AttemptScoreRow)
+TRAJECTORIES_TABLE = table_of(TrajectoryRow)

@@ -1,4 +1,4 @@
-"""Where runs and their attempts are kept: the `Store` interface and its SQL implementation.
+"""Where runs and their attempts are kept: `SqlStore`, the SQL `harness.store.ResultStore`.
 
 `open_store(url)` opens a database at any SQLAlchemy URL, e.g. `sqlite:///runs/lb.db` or
 `postgresql+psycopg://user:pass@host/db`, and returns a `SqlStore`. An empty database gets the
@@ -9,9 +9,10 @@ to the same database:
 
 - `start_run` inserts the run once (with its model and suite rows); starting it again with the
   same config hash does nothing, with a different config hash it is refused.
-- `record` writes an attempt's fact row once: the row is insert-only and keyed by
-  UNIQUE(run, task, epoch), so recording the same attempt again changes nothing (the first
-  write stands). `delete_attempts` removes attempts to be run again (`--retry-errors`).
+- `record` writes an attempt's fact row once, the protocol's one write rule: the row is
+  insert-only and keyed by UNIQUE(run, task, epoch), so recording the same attempt again
+  changes nothing (the first write stands). `delete_attempts` removes attempts to be run
+  again (`--retry-errors`), which may then be recorded anew.
 - `finish_run` stores the runner's summary, sets the status (complete or partial) and
   computes the run's summary rows (`leaderboard.summaries`); on PostgreSQL it first refreshes
   the planner's statistics of the attempts and tasks tables (ANALYZE).
@@ -31,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import URL, Engine, bindparam, create_engine, delete, event, insert, select, update
@@ -46,6 +47,7 @@ from sqlalchemy.orm import Session
 
 from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
+from harness.summary import RunSummary
 from leaderboard import bulk, rows, summaries
 from leaderboard.migrate import SchemaOutOfDate, ensure_current
 from leaderboard.schema import AttemptRow, CheckpointRow, RunRow, TaskRow
@@ -57,23 +59,6 @@ MAX_REASON_CHARS = 300
 
 class StoreError(CursorBenchError):
     """The store could not be opened, read or written. The message is one line."""
-
-
-@runtime_checkable
-class Store(Protocol):
-    """What a benchmark run needs from the place its results are kept."""
-
-    def start_run(self, run: RunInfo) -> None: ...
-
-    def record(self, run_id: str, result: AttemptResult) -> None: ...
-
-    def attempt_keys(self, run_id: str) -> set[str]:
-        """Keys (`task_id#epoch`) of the attempts already recorded for the run."""
-        ...
-
-    def finish_run(self, run_id: str, summary: dict[str, Any]) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def parse_url(url: str) -> URL:
@@ -134,7 +119,7 @@ def open_store(url: str, *, connect_args: dict[str, Any] | None = None) -> SqlSt
 
 
 class SqlStore:
-    """A `Store` in a SQL database; see the module docstring for its semantics."""
+    """A `ResultStore` in a SQL database; see the module docstring for its semantics."""
 
     def __init__(self, engine: Engine, url: str) -> None:
         self._engine = engine
@@ -186,13 +171,14 @@ class SqlStore:
             rows.insert_ignoring(conn, rows.SCORES_TABLE, scores)
             rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
 
-    def finish_run(self, run_id: str, summary: dict[str, Any]) -> None:
-        status = "complete" if summary.get("complete", True) else "partial"
+    def finish_run(self, run_id: str, summary: RunSummary) -> None:
+        status = "complete" if summary.complete else "partial"
+        stored = summary.as_json()
         with self._errors("write to"), self._engine.begin() as conn:
             done = conn.execute(
                 update(RunRow)
                 .where(RunRow.id == run_id)
-                .values(finished_at=datetime.now(UTC), summary=summary, status=status)
+                .values(finished_at=datetime.now(UTC), summary=stored, status=status)
             )
             if done.rowcount == 0:
                 raise StoreError(f"cannot finish run {run_id!r}: no such run in '{self.url}'")

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Float, String, and_, case, cast, delete, func, select
 
-from leaderboard.rows import insert_ignoring
+from leaderboard.rows import insert_ignoring, table_of
 from leaderboard.schema import (
     AttemptRow,
     AttemptScoreRow,
@@ -102,8 +102,8 @@ def refresh(conn: Connection, run_id: str) -> None:
         return
     row = {name: figures[name] or 0 for name in figures}
     row |= {"run_id": run_id, "computed_at": datetime.now(UTC)}
-    conn.execute(RunSummaryRow.__table__.insert().values(**row))
-    insert_ignoring(conn, RunBreakdownRow.__table__, breakdowns(conn, run_id))
+    conn.execute(table_of(RunSummaryRow).insert().values(**row))
+    insert_ignoring(conn, table_of(RunBreakdownRow), breakdowns(conn, run_id))
 
 
 def breakdowns(conn: Connection, run_id: str) -> list[dict[str, Any]]:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from sqlalchemy import Connection, Select, select, text
 
+from harness.plan import RunConfig
 from harness.results import in_order
 from harness.rundir import RunDir, RunDirError
-from harness.runner import RunConfig
 from harness.summary import summarize
 from leaderboard.queries import attempt_view
 from leaderboard.schema import AttemptRow, RunRow
@@ -57,7 +57,7 @@ def import_run_dir(
     except ValidationError:
         planned = len(results)
     summary = summarize(results, planned)
-    if summary["complete"] or (folder / "summary.json").exists():
+    if summary.complete or (folder / "summary.json").exists():
         store.finish_run(run.id, summary)
     return run.id, len(results)
 

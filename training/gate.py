@@ -240,8 +240,8 @@ class CheckpointGate:
             outcome = api.run(spec, store=self.store)
         summary = outcome.summary
         self.log(
-            f"gate step {step}: {summary.get('finished', 0)} attempts, "
-            f"{summary.get('resolved', 0)} resolved, {summary.get('errors', 0)} errors "
+            f"gate step {step}: {summary.finished} attempts, "
+            f"{summary.resolved} resolved, {summary.errors} errors "
             f"in {time.monotonic() - started:.1f}s ({out})"
         )
         return outcome.run.id

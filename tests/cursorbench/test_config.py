@@ -21,6 +21,7 @@ from cursorbench.config import (
 from harness.doubles import DoneOnlyDouble
 from harness.errors import ConfigError, CursorBenchError
 from harness.results import AttemptResult, RunInfo, Status
+from harness.summary import RunSummary
 
 RUN_YAML = """\
 tasks: [textkit-*]
@@ -104,18 +105,21 @@ class ListStore:
     def __init__(self) -> None:
         self.runs: list[RunInfo] = []
         self.recorded: dict[str, AttemptResult] = {}
-        self.finished: dict | None = None
+        self.finished: RunSummary | None = None
 
     def start_run(self, run: RunInfo) -> None:
         self.runs.append(run)
 
+    def describe_tasks(self, suite_version: str, categories: dict[str, str | None]) -> None:
+        pass
+
     def record(self, run_id: str, result: AttemptResult) -> None:
-        self.recorded[result.key] = result
+        self.recorded.setdefault(result.key, result)  # the protocol's rule: the first stands
 
     def attempt_keys(self, run_id: str) -> set[str]:
         return set(self.recorded)
 
-    def finish_run(self, run_id: str, summary: dict) -> None:
+    def finish_run(self, run_id: str, summary: RunSummary) -> None:
         self.finished = summary
 
     def delete_attempts(self, run_id: str, keys: set[str]) -> None:
@@ -127,7 +131,7 @@ class ListStore:
 
 
 def test_the_library_call_takes_plain_data_and_an_injected_store(tmp_path: Path, serve) -> None:
-    from harness.runner import ResultStore
+    from harness.store import ResultStore
     from leaderboard import SqlStore
 
     store = ListStore()
@@ -140,7 +144,8 @@ def test_the_library_call_takes_plain_data_and_an_injected_store(tmp_path: Path,
     outcome = api.run(config, store=store)
     assert [r.failure.value for r in outcome.results if r.failure] == ["empty_diff"]
     assert list(store.recorded) == ["textkit-slugify#0"] and store.finished is not None
-    assert outcome.summary["wall_time_s"] <= outcome.summary["attempt_time_s"] + 5
+    assert outcome.summary.attempt_time_s is not None
+    assert outcome.summary.wall_time_s <= outcome.summary.attempt_time_s + 5
     again = api.run(config, store=store)
     assert again.already_complete and again.run.id == outcome.run.id
 

@@ -45,6 +45,8 @@ def test_well_and_badly_behaved_agents_are_separated(
     # separated on every scenario, not only on the mean
     assert all(v >= 0.9 for v in well.values()), {k: v for k, v in well.items() if v < 0.9}
     assert all(v <= 0.2 for v in badly.values()), {k: v for k, v in badly.items() if v > 0.2}
-    summary = outcomes["well"].summary["scores"][name]
-    assert summary["attempts"] == len(scenarios)
-    assert summary["mean"] == pytest.approx(well_mean, abs=1e-4)
+    scores = outcomes["well"].summary.scores
+    assert scores is not None
+    summary = scores[name]
+    assert summary.attempts == len(scenarios)
+    assert summary.mean == pytest.approx(well_mean, abs=1e-4)

@@ -18,7 +18,7 @@ from harness.agent import (
     AgentOutcome,
     run_agent,
 )
-from harness.doubles import FailingDouble, ScriptedDouble
+from harness.doubles import FailingDouble, ScriptedDouble, Step
 from harness.model import OpenAIChatModel, RetryPolicy
 from harness.openai_server import RawReply, Reply, error_reply
 from harness.results import Failure
@@ -76,7 +76,7 @@ def agent(
     """Runs the loop against a responder; returns the outcome and the trajectory records."""
 
     def go(
-        responder: Any, limits: Limits | None = None, **budgets: int
+        responder: Any, limits: Limits | None = None, **budgets: Any
     ) -> tuple[AgentOutcome, list[dict]]:
         model = OpenAIChatModel(
             name=responder.models[0],
@@ -284,7 +284,7 @@ def test_three_malformed_replies_in_a_row_is_a_format_error(agent: Any) -> None:
 
 
 def test_malformed_replies_interleaved_with_good_ones_are_tolerated(agent: Any) -> None:
-    script = [UNKNOWN_TOOL, BAD_JSON, GOOD, MISSING_FIELD, UNKNOWN_TOOL, GOOD, BAD_JSON]
+    script: list[Step] = [UNKNOWN_TOOL, BAD_JSON, GOOD, MISSING_FIELD, UNKNOWN_TOOL, GOOD, BAD_JSON]
     outcome, _ = agent(ScriptedDouble(script))
     assert outcome.failure is None
     assert outcome.message == "script ended"
@@ -395,7 +395,7 @@ def test_a_reply_cut_off_in_a_tool_call_gets_a_tool_error_then_the_note(agent: A
 
 
 def test_trajectory_file_parses_line_by_line(agent: Any, tmp_path: Path) -> None:
-    script = [
+    script: list[Step] = [
         Reply(
             content="looking",
             tool_calls=[("read_file", {"path": "app.py"}), ("run", {"command": "echo hi"})],

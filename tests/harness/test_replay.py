@@ -8,7 +8,7 @@ from pathlib import Path
 from cursorbench import api
 from harness.doubles import ScriptedDouble
 from harness.openai_server import Reply
-from harness.results import AttemptResult
+from harness.results import AttemptResult, Failure, Status
 from harness.runner import RunOutcome
 
 TASK = "textkit-slugify"
@@ -76,8 +76,7 @@ def test_a_replay_that_diverges_says_where(tmp_path: Path, serve) -> None:
     replayed = replay(tmp_path)
     kept, diverged = replayed.results
     assert kept.resolved
-    assert diverged.failure is not None
-    assert (diverged.status.value, diverged.failure.value) == ("error", "model_api_error")
+    assert (diverged.status, diverged.failure) == (Status.ERROR, Failure.MODEL_API_ERROR)
     assert diverged.error is not None
     assert f"replay diverged at {TASK} epoch 1 turn 2: a tool result differs" in diverged.error
     assert "a listing the agent will not see again" in diverged.error

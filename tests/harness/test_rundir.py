@@ -11,6 +11,7 @@ import pytest
 from harness.results import AttemptResult, Failure, RunInfo, Status, Usage
 from harness.results import TestOutcome as Outcome
 from harness.rundir import ATTEMPTS_FILE, RUN_FILE, RunDir, RunDirError, config_differences
+from harness.summary import summarize
 
 WHEN = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 CONFIG = {"model": "m", "epochs": 2, "sandbox": "bubblewrap", "tasks": {"a": "d1"}}
@@ -139,13 +140,29 @@ def test_the_same_attempt_twice_keeps_the_last(tmp_path: Path) -> None:
     assert run_dir.finished()["a#0"].status is Status.RESOLVED
 
 
-def test_write_summary_is_json(tmp_path: Path) -> None:
+def test_write_summary_is_json_and_reads_back(tmp_path: Path) -> None:
     run_dir = RunDir(tmp_path)
     run_dir.open(run_info())
-    run_dir.write_summary({"attempts": 3, "when": WHEN})
+    summary = summarize([result("a", 0, Status.RESOLVED)], planned=2, wall_time_s=1.5)
+    run_dir.write_summary(summary)
     data = json.loads((tmp_path / "summary.json").read_text())
-    assert data == {"attempts": 3, "when": "2025-01-02 03:04:05+00:00"}
+    assert data["attempts"] == 1 and data["planned"] == 2 and data["complete"] is False
+    assert "scores" not in data and "run_id" not in data  # unset optional figures left out
     assert not (tmp_path / "summary.json.tmp").exists()
+    assert run_dir.summary() == summary and run_dir.wall_time_s() == 1.5
+
+
+def test_an_older_summary_still_reads(tmp_path: Path) -> None:
+    """A summary.json from before planned/attempt_time_s (its wall time: the attempts' sum)."""
+    run_dir = RunDir(tmp_path)
+    run_dir.open(run_info())
+    old = {"attempts": 3, "resolved": 2, "resolved_rate": 2 / 3, "wall_time_s": 9.0}
+    (tmp_path / "summary.json").write_text(json.dumps(old))
+    summary = run_dir.summary()
+    assert summary is not None and (summary.attempts, summary.resolved) == (3, 2)
+    assert summary.attempt_time_s is None and run_dir.wall_time_s() == 0.0
+    (tmp_path / "summary.json").write_text('{"not": "a summary"}')
+    assert run_dir.summary() is None
 
 
 def test_lock_refuses_a_second_holder_until_unlocked(tmp_path: Path) -> None:

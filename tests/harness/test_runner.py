@@ -15,6 +15,7 @@ import leaderboard
 from harness.doubles import DoneOnlyDouble, ScriptedDouble
 from harness.openai_server import Reply
 from harness.results import AttemptResult, RunInfo
+from harness.summary import RunSummary
 from leaderboard import open_store
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -29,14 +30,20 @@ class StoreThatFailsToRecord:
     def start_run(self, run: RunInfo) -> None:
         self.inner.start_run(run)
 
+    def describe_tasks(self, suite_version: str, categories: dict[str, str | None]) -> None:
+        self.inner.describe_tasks(suite_version, categories)
+
     def record(self, run_id: str, result: AttemptResult) -> None:
         raise ConnectionError("server closed the connection unexpectedly")
 
     def attempt_keys(self, run_id: str) -> set[str]:
         return self.inner.attempt_keys(run_id)
 
-    def finish_run(self, run_id: str, summary: dict) -> None:
+    def finish_run(self, run_id: str, summary: RunSummary) -> None:
         self.inner.finish_run(run_id, summary)
+
+    def delete_attempts(self, run_id: str, keys: set[str]) -> None:
+        self.inner.delete_attempts(run_id, keys)
 
     def close(self) -> None:
         self.inner.close()
@@ -54,7 +61,7 @@ def test_a_failing_store_loses_nothing_and_a_rerun_syncs_it(
         "db": url,
     }
     first = run_benchmark(**options)
-    assert first.summary["attempts"] == 2
+    assert first.summary.attempts == 2
     assert len(first.store_warnings) == 2
     assert "record failed: server closed the connection" in first.store_warnings[0]
     assert len((tmp_path / "run" / "attempts.jsonl").read_text().splitlines()) == 2
@@ -106,7 +113,7 @@ def test_tokens_and_cost_are_accounted(tmp_path: Path, serve, run_benchmark) -> 
     assert result.usage.tokens_in > 0 and result.usage.tokens_out > 0
     expected = (result.usage.tokens_in * 1.0 + result.usage.tokens_out * 10.0) / 1e6
     assert result.usage.cost_usd == pytest.approx(expected)
-    assert outcome.summary["cost_usd"] == pytest.approx(expected, abs=1e-6)
+    assert outcome.summary.cost_usd == pytest.approx(expected, abs=1e-6)
 
 
 @pytest.fixture
@@ -139,7 +146,8 @@ def test_a_run_lands_in_postgresql(serve, run_benchmark, pg_schema_url: str) -> 
     assert [(r.task_id, r.epoch, r.failure) for r in stored] == [
         (r.task_id, r.epoch, r.failure) for r in outcome.results
     ]
-    assert store.run(outcome.run.id).model == "done-only-double"
+    run = store.run(outcome.run.id)
+    assert run is not None and run.model == "done-only-double"
     store.close()
 
 
@@ -164,8 +172,9 @@ def test_the_run_s_wall_time_is_not_the_sum_of_its_attempts(
                "tasks": ["textkit-*"], "concurrency": 2}  # fmt: skip
     outcome = run_benchmark(**options)
     summary = outcome.summary
-    assert summary["attempt_time_s"] >= 2.4  # two attempts of three 0.4 s replies each
-    assert summary["wall_time_s"] < 0.85 * summary["attempt_time_s"]  # they overlapped
+    assert summary.attempt_time_s is not None
+    assert summary.attempt_time_s >= 2.4  # two attempts of three 0.4 s replies each
+    assert summary.wall_time_s < 0.85 * summary.attempt_time_s  # they overlapped
     again = run_benchmark(**options)  # a resumed session adds its own (short) time
     assert again.already_complete
-    assert summary["wall_time_s"] <= again.summary["wall_time_s"] < summary["wall_time_s"] + 5
+    assert summary.wall_time_s <= again.summary.wall_time_s < summary.wall_time_s + 5

@@ -51,7 +51,7 @@ RESULTS = [
 
 def test_summarize_values() -> None:
     summary = summarize(RESULTS, planned=5)
-    assert summary == {
+    assert summary.as_json() == {
         "planned": 5,
         "finished": 5,
         "complete": True,
@@ -69,6 +69,7 @@ def test_summarize_values() -> None:
         "estimated_calls": 0,
         "truncated_replies": 3,
         "cost_usd": pytest.approx(0.6000004),
+        "cost_estimated": False,
         "turns": 65,
         "wall_time_s": 17.375,
         "attempt_time_s": 17.375,
@@ -79,52 +80,62 @@ def test_summarize_values() -> None:
             "c": {"attempts": 1, "resolved": 0, "errors": 0},
         },
     }
-    assert list(summary["per_task"]) == ["a", "b", "c"]
+    assert list(summary.per_task) == ["a", "b", "c"]
 
 
 def test_a_partial_run_says_so_and_rates_against_the_plan() -> None:
     done = [attempt("a", 0, None), attempt("a", 1, None), attempt("b", 0, None)]
     summary = summarize(done, planned=12)
-    assert (summary["planned"], summary["finished"], summary["complete"]) == (12, 3, False)
-    assert summary["resolved_rate"] == 1.0
-    assert summary["resolved_rate_planned"] == 0.25
+    assert (summary.planned, summary.finished, summary.complete) == (12, 3, False)
+    assert summary.resolved_rate == 1.0
+    assert summary.resolved_rate_planned == 0.25
 
 
 def test_estimated_tokens_are_flagged() -> None:
     guessed = attempt("a", 0, None, tokens=(40, 4))
     guessed.usage.estimated_calls = 2
     summary = summarize([guessed, attempt("b", 0, None)], planned=2)
-    assert summary["tokens_estimated"] is True
-    assert summary["estimated_calls"] == 2
+    assert summary.tokens_estimated is True
+    assert summary.estimated_calls == 2
+    assert summary.cost_estimated is False  # no price: nothing was priced from the guess
+
+
+def test_a_cost_priced_from_estimated_tokens_is_marked() -> None:
+    guessed = attempt("a", 0, None, tokens=(40, 4), cost=0.01)
+    guessed.usage.estimated_calls = 1
+    assert guessed.usage.cost_estimated
+    summary = summarize([guessed, attempt("b", 0, None, cost=0.02)], planned=2)
+    assert summary.cost_estimated is True and summary.cost_usd == 0.03
+    assert not summarize([attempt("b", 0, None, cost=0.02)], planned=1).cost_estimated
 
 
 def test_summarize_nothing() -> None:
     summary = summarize([], planned=0)
-    assert summary["attempts"] == 0
-    assert summary["complete"] is True
-    assert summary["resolved_rate_planned"] == 0.0
-    assert summary["resolved_rate"] == 0.0
-    assert summary["resolved_rate_judged"] == 0.0
-    assert summary["failures"] == {}
-    assert summary["per_task"] == {}
+    assert summary.attempts == 0
+    assert summary.complete is True
+    assert summary.resolved_rate_planned == 0.0
+    assert summary.resolved_rate == 0.0
+    assert summary.resolved_rate_judged == 0.0
+    assert summary.failures == {}
+    assert summary.per_task == {}
 
 
 def test_summarize_only_errors() -> None:
     summary = summarize(
         [attempt("a", 0, Failure.INFRA_ERROR), attempt("a", 1, Failure.INFRA_ERROR)], planned=2
     )
-    assert summary["errors"] == 2
-    assert summary["failed"] == 0
-    assert summary["resolved_rate"] == 0.0
-    assert summary["resolved_rate_judged"] == 0.0
-    assert summary["failures"] == {"infra_error": 2}
+    assert summary.errors == 2
+    assert summary.failed == 0
+    assert summary.resolved_rate == 0.0
+    assert summary.resolved_rate_judged == 0.0
+    assert summary.failures == {"infra_error": 2}
 
 
 def test_cost_is_rounded_to_micro_dollars() -> None:
     summary = summarize(
         [attempt("a", 0, None, cost=0.1234566), attempt("a", 1, None, cost=0.0000001)], planned=2
     )
-    assert summary["cost_usd"] == 0.123457
+    assert summary.cost_usd == 0.123457
 
 
 def test_every_failure_maps_to_one_status() -> None:
@@ -150,11 +161,11 @@ def test_pass_at_k_over_tasks_and_epochs() -> None:
         attempt("b", 0, failed),
         attempt("b", 1, failed),
     ]
-    assert summarize(results, planned=4)["pass_at_k"] == {
+    assert summarize(results, planned=4).pass_at_k == {
         "1": pytest.approx((0.5 + 0.0) / 2),
         "2": pytest.approx((1.0 + 0.0) / 2),
     }
-    assert summarize([], planned=0)["pass_at_k"] == {}
+    assert summarize([], planned=0).pass_at_k == {}
 
 
 def test_scores_are_averaged_per_name_and_judged_ones_apart() -> None:
@@ -176,9 +187,9 @@ def test_scores_are_averaged_per_name_and_judged_ones_apart() -> None:
         result("c", Status.RESOLVED, intent=Score(value=0.0, judged=True)),
         result("d", Status.RESOLVED),
     ]
-    assert score_means(results) == {
+    assert {key: mean.model_dump() for key, mean in score_means(results).items()} == {
         "intent": {"mean": 0.75, "attempts": 2, "resolved": 1, "judged": False},
         "intent:judged": {"mean": 0.0, "attempts": 1, "resolved": 1, "judged": True},
     }
-    assert summarize(results, 4)["scores"] == score_means(results)
-    assert "scores" not in summarize(results[3:], 1)
+    assert summarize(results, 4).scores == score_means(results)
+    assert "scores" not in summarize(results[3:], 1).as_json()

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome, Usage
+from harness.summary import summarize
 from leaderboard import SqlStore, open_store
 
 PG_URL = os.environ.get(
@@ -153,7 +154,7 @@ def generated_run(
             )
     store.record_many(run_id, results)
     if finish:
-        store.finish_run(run_id, {"complete": True})
+        store.finish_run(run_id, summarize(results, len(results)))
 
 
 @pytest.fixture

@@ -18,7 +18,9 @@ from sqlalchemy import func, select
 
 from harness.results import AttemptResult, Failure, RunInfo, Status, Usage
 from harness.results import TestOutcome as Outcome  # aliased: pytest would try to collect it
-from leaderboard import SqlStore, Store, StoreError, open_store
+from harness.store import ResultStore
+from harness.summary import RunSummary, summarize
+from leaderboard import SqlStore, StoreError, open_store
 from leaderboard.schema import AttemptRow, RunRow
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
@@ -92,8 +94,8 @@ def assert_one_line(message: str) -> None:
 # --- runs -----------------------------------------------------------------------------------
 
 
-def test_sql_store_is_a_store(store: SqlStore) -> None:
-    assert isinstance(store, Store)
+def test_sql_store_is_the_harness_s_result_store(store: SqlStore) -> None:
+    assert isinstance(store, ResultStore)
 
 
 def test_start_run_is_idempotent(store: SqlStore) -> None:
@@ -139,21 +141,22 @@ def test_naive_created_at_is_taken_as_utc(store: SqlStore) -> None:
 
 def test_finish_run_sets_finished_at_and_summary(store: SqlStore) -> None:
     store.start_run(make_run())
-    summary = {"resolved": 3, "attempts": 4, "pass_at_1": 0.75, "by_task": {"task-a": [1, 0]}}
+    summary = summarize([make_result("task-a", 0), make_result("task-a", 1)], planned=4)
     before = datetime.now(UTC)
 
     store.finish_run("run-1", summary)
 
     with store.engine.connect() as conn:
-        row = conn.execute(select(RunRow.finished_at, RunRow.summary)).one()
-    assert row.summary == summary
+        row = conn.execute(select(RunRow.finished_at, RunRow.summary, RunRow.status)).one()
+    assert row.summary == summary.as_json() and RunSummary.read(row.summary) == summary
+    assert row.status == "partial"  # 2 of 4 planned
     assert row.finished_at is not None
     assert before - timedelta(seconds=5) <= row.finished_at <= datetime.now(UTC)
 
 
 def test_finish_run_of_an_unknown_run_is_an_error(store: SqlStore) -> None:
     with pytest.raises(StoreError, match="no such run") as caught:
-        store.finish_run("nope", {})
+        store.finish_run("nope", summarize([], planned=0))
     assert_one_line(str(caught.value))
 
 
@@ -247,6 +250,20 @@ def test_delete_attempts(store: SqlStore) -> None:
         store.delete_attempts("run-1", {"no-epoch"})
 
 
+def test_an_attempt_is_replaced_only_by_deleting_it_first(store: SqlStore) -> None:
+    """The protocol's one write rule: the first record stands; delete, then record anew."""
+    store.start_run(make_run())
+    errored = make_result(status=Status.ERROR, failure=Failure.INFRA_ERROR, error="boom")
+    rerun = make_result(status=Status.RESOLVED, failure=None, error=None)
+    store.record("run-1", errored)
+    store.record("run-1", rerun)
+    assert store.attempts("run-1") == [errored]
+
+    store.delete_attempts("run-1", {errored.key})
+    store.record("run-1", rerun)
+    assert store.attempts("run-1") == [rerun]
+
+
 # --- several writers ------------------------------------------------------------------------
 
 
@@ -330,7 +347,7 @@ def test_sqlite_folder_is_created_and_wal_is_on(tmp_path: Path) -> None:
         assert path.exists()
         with store.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() > 0
+            assert (conn.exec_driver_sql("PRAGMA busy_timeout").scalar() or 0) > 0
     finally:
         store.close()
 
