@@ -459,30 +459,37 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    """The `cursorbench` script: SIGTERM stops a run like Ctrl-C; exits with the status."""
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    sys.exit(invoke(sys.argv[1:]))
+
+
+def invoke(argv: list[str]) -> int:
+    """Runs one command line in this process and returns its exit status; every error a
+    user can fix is printed as `error: ...` lines on stderr (tests call this directly)."""
     try:
-        code = app(prog_name="cursorbench", standalone_mode=False)
+        code = app(args=argv, prog_name="cursorbench", standalone_mode=False)
     except TyperException as error:  # usage errors: one line, not a help box
         if error.format_message():
             print(f"error: {error.format_message()}", file=sys.stderr)
-        sys.exit(error.exit_code)
+        return error.exit_code
     except ConfigProblems as error:  # every problem of a config, one line each
         for problem in error.problems:
             print(f"error: {problem}", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
+        return EXIT_BAD_INPUT
     except KNOWN_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except Exception as error:
         if os.environ.get("CURSORBENCH_DEBUG"):
             raise
         name = type(error).__name__
         print(f"internal error: {name}: {error} (CURSORBENCH_DEBUG=1 shows more)", file=sys.stderr)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
