@@ -7,9 +7,9 @@ Each figure is the median of `--runs` fresh interpreters (`python -m cursorbench
 `python -c "import harness.spec"`), timed from outside, so interpreter start-up is included;
 `python -c pass` is measured alongside as the floor. Beside each, the count of modules the
 process has loaded (`sys.modules`) and whether `openai` / `sqlalchemy` are among them: a
-machine-independent measure of the import footprint. The code measured is whatever the
-subprocess imports: `PYTHONPATH` is passed through, so two trees can be compared one after the
-other under the same load.
+machine-independent measure of the import footprint. The processes start in a temporary
+folder, so the code measured is the installed package's, or the tree `PYTHONPATH` names
+(passed through): two trees are compared one after the other under the same load.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 CASES = {
@@ -33,6 +34,7 @@ FOOTPRINT = {  # the same work in one process that then reports what it loaded
     "app(['--help'], prog_name='cursorbench', standalone_mode=False)",
     "import harness.spec": "import harness.spec",
 }
+SOMEWHERE_ELSE = tempfile.gettempdir()  # not a source tree: `-c` and `-m` import from the cwd first
 REPORT = (
     "import sys; {statement}; "
     "print(len(sys.modules), 'openai' in sys.modules, 'sqlalchemy' in sys.modules)"
@@ -41,7 +43,7 @@ REPORT = (
 
 def wall_time(args: tuple[str, ...]) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, *args], check=True, capture_output=True, env=os.environ)
+    subprocess.run([sys.executable, *args], check=True, capture_output=True, cwd=SOMEWHERE_ELSE)
     return time.perf_counter() - started
 
 
@@ -51,7 +53,7 @@ def footprint(statement: str) -> tuple[int, bool, bool]:
         check=True,
         capture_output=True,
         text=True,
-        env=os.environ,
+        cwd=SOMEWHERE_ELSE,
     )
     count, openai, sqlalchemy = done.stdout.splitlines()[-1].split()
     return int(count), openai == "True", sqlalchemy == "True"
