@@ -11,9 +11,11 @@ run folder goes, and four pluggable parts, each a `kind:` plus its settings:
 
 Every default lives here, once. `cursorbench run --config run.yaml` loads a
 file (`load_spec`); flags override it (`spec_from_options`); the library
-entry point `cursorbench.api.run` takes the object itself. A value that does
-not fit is a `ConfigError` whose one line names the flag, or the file and
-the field, it came from. What is measured (and hashed for resume) is
+entry point `cursorbench.api.run` takes the object itself. The `run` command's
+flags are generated from these fields (`run_flags`: name, type, help and
+default). A config that does not fit raises `ConfigProblems`, every problem a
+line naming the flag, or the file and the key, it came from; a misspelt key
+says which was meant. What is measured (and hashed for resume) is
 `harness.runner.RunConfig`, derived from this; everything else here is how.
 """
 
