@@ -93,9 +93,9 @@ def _option(name: str, value_type: Any, help_text: str) -> inspect.Parameter:
 
 
 def _flag_option(flag: Flag) -> inspect.Parameter:
-    option = typer.Option(
-        flag.option, help=flag.help, envvar=flag.envvar, show_envvar=False, show_default=False
-    )  # the help names the variable
+    # No `envvar`: OPENAI_API_KEY is read where a key is used (`api`), so that a key in the
+    # environment is not a flag given to a run that has no endpoint.
+    option = typer.Option(flag.option, help=flag.help, show_default=False)
     return inspect.Parameter(
         flag.name, inspect.Parameter.KEYWORD_ONLY, default=None,
         annotation=Annotated[flag.value_type | None, option],

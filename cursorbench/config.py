@@ -302,7 +302,6 @@ PART_FLAGS: dict[str, tuple[str, str]] = {
 KIND_HELP: dict[tuple[str, ...], str] = {
     ("executor", "kind"): "local (threads) or ray (a Ray cluster) [default: local]."
 }
-FLAG_ENVVARS = {"api_key": "OPENAI_API_KEY"}
 COMMA_SEPARATED = {"evals"}  # one flag, `--evals a,b`; other lists repeat the flag
 PARTS = ("model", "sandbox", "executor", "store")
 KIND_FIELDS = {"model": ("reference", "openai", "replay"), "executor": ("local", "ray")}
@@ -316,7 +315,6 @@ class Flag:
     path: tuple[str, ...]
     value_type: Any  # what the command line gives; paths stay text, validated by the field
     help: str
-    envvar: str | None = None
 
     @property
     def option(self) -> str:
@@ -342,7 +340,7 @@ def run_flags() -> list[Flag]:
         info = _field(path)
         value_type = str if name in COMMA_SEPARATED else _value_type(info.annotation)
         text = KIND_HELP.get(path) or field_help(*path)
-        flags.append(Flag(name, path, value_type, text, FLAG_ENVVARS.get(name)))
+        flags.append(Flag(name, path, value_type, text))
     order = [*RunSpec.model_fields]  # by part; a part's own flags before the request settings
     return sorted(flags, key=lambda flag: (order.index(flag.path[0]), flag.name not in PART_FLAGS))
 

@@ -295,6 +295,15 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert not list(tmp_path.glob("**/.cursorbench-probe-*"))
 
 
+def test_a_key_in_the_environment_is_no_flag_for_the_reference_solver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    done = cursorbench("run", "--tasks", "no-such-task", "--out", str(tmp_path / "run"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: no task matches 'no-such-task'"), done.stderr
+
+
 def test_a_malformed_task_file_names_the_file_and_field(tmp_path: Path) -> None:
     task = tmp_path / "broken.yaml"
     task.write_text("id: broken\nsuite_version: '1'\ncategory: new_feature\nprompt: hi\n")

@@ -121,7 +121,6 @@ def test_flags_are_generated_from_the_spec_s_fields() -> None:
     assert flags["request_timeout"].help.endswith("[default: 300.0]")
     assert flags["out"].value_type is str  # a path is checked by the field, not by the parser
     assert flags["tasks"].value_type == list[str] and flags["evals"].value_type is str
-    assert flags["api_key"].envvar == "OPENAI_API_KEY"
     assert flags["concurrency"].help == "Attempts in flight. [default: 4]"
     for flag in flags.values():  # every flag sets a real field and says what it does
         assert flag.help, flag.name
