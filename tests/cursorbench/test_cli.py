@@ -553,6 +553,16 @@ def test_help_fits_80_columns_without_cutting_options() -> None:
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80
 
 
+def test_run_help_shows_a_flag_for_every_run_spec_flag() -> None:
+    from cursorbench.config import run_flags
+
+    shown = cursorbench("run", "--help")
+    assert shown.returncode == 0
+    for flag in run_flags():
+        assert f"  {flag.option} " in shown.stdout, flag.option
+    assert "  --config " in shown.stdout and "  --suite " in shown.stdout
+
+
 def test_a_replay_rescored_offline_from_the_command_line(tmp_path: Path) -> None:
     recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
     db = f"sqlite:///{tmp_path / 'lb.sqlite'}"
