@@ -14,55 +14,28 @@ command resumes).
 
 from __future__ import annotations
 
-import datetime as dt
-import json
+import inspect
 import os
 import signal
 import sys
-import tempfile
-import time
-from collections import Counter
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from typer.exceptions import TyperException
 
-from cursorbench.answer import reference_changed_lines
-from cursorbench.api import prepare, stop_local_work
-from cursorbench.checks import backend_for, derive_tests, validate_full
 from cursorbench.cli_leaderboard import register as register_leaderboard
-from cursorbench.config import field_help, spec_from_options
-from cursorbench.loader import (
-    TaskFileError,
-    load_task_for_derive,
-    tasks_from_options,
-    tasks_from_options_reporting,
-)
-from cursorbench.progress import RunProgress
-from cursorbench.report import print_run, tests_table
-from cursorbench.stats import (
-    TaskRow,
-    load_validation,
-    merge_validation_reports,
-    print_stats,
-    suite_stats,
-    write_validation_report,
-)
-from cursorbench.suites import build_many, suite_options, write_test_lists
-from cursorbench.task import PackageSource
-from cursorbench.validate import validate_task
-from cursorbench.workspace import BuildError, build, cache_home
+from cursorbench.config import ConfigProblems, Flag, run_flags, spec_from_options
 from harness.errors import ConfigError, CursorBenchError
-from harness.model import RetryNotice
-from harness.results import in_order
-from harness.rundir import RunDir, RunDirError
-from harness.runner import RunConfig, RunInterrupted
-from harness.sandbox import SandboxUnavailable, choose_backend
+from harness.sandbox.protocol import SandboxUnavailable
+
+if TYPE_CHECKING:
+    from harness.model import RetryNotice
+
+# The commands import what they use when they run: `--help` and a bad flag load only the
+# CLI, the run config and typer (no runner, model client, `openai` or SQLAlchemy).
 
 # Plain (click) help: it wraps to the terminal instead of cutting option names at 80 columns.
 app = typer.Typer(
@@ -86,9 +59,8 @@ EXIT_INTERRUPTED = 130
 # sandbox seam's own, raised by `tasks validate` choosing a backend.
 KNOWN_ERRORS: tuple[type[Exception], ...] = (CursorBenchError, SandboxUnavailable)
 
-SuiteOption = Annotated[
-    str | None, typer.Option("--suite", help="A bundled suite by name: smoke or v1.")
-]
+SUITE_HELP = "A bundled suite by name: smoke or v1."
+SuiteOption = Annotated[str | None, typer.Option("--suite", help=SUITE_HELP)]
 TasksOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -97,100 +69,55 @@ TasksOption = Annotated[
 ]
 
 
-def _help(*path: str) -> str:
-    return field_help(*path)
+def with_run_flags(command: Callable[..., None]) -> Callable[..., None]:
+    """Gives `command(config, suite, **flags)` one typer option per `RunSpec` flag
+    (`config.run_flags`): typer reads the options from the signature set here."""
+    parameters = [
+        _option("config", Path, "A YAML run config; the flags below override what it says."),
+    ]
+    for flag in run_flags():
+        parameters.append(_flag_option(flag))
+        if flag.name == "tasks":
+            parameters.append(_option("suite", str, SUITE_HELP))
+    wrapped: Any = command
+    wrapped.__signature__ = inspect.Signature(parameters, return_annotation=None)
+    return command
+
+
+def _option(name: str, value_type: Any, help_text: str) -> inspect.Parameter:
+    option = typer.Option(f"--{name}", help=help_text)
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=None,
+        annotation=Annotated[value_type | None, option],
+    )  # fmt: skip
+
+
+def _flag_option(flag: Flag) -> inspect.Parameter:
+    # No `envvar`: OPENAI_API_KEY is read where a key is used (`api`), so that a key in the
+    # environment is not a flag given to a run that has no endpoint.
+    option = typer.Option(flag.option, help=flag.help, show_default=False)
+    return inspect.Parameter(
+        flag.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+        annotation=Annotated[flag.value_type | None, option],
+    )  # fmt: skip
 
 
 @app.command()
-def run(
-    config: Annotated[
-        Path | None,
-        typer.Option(help="A YAML run config; the flags below override what it says."),
-    ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible endpoint; without it the reference solver runs."),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help=_help("model", "name"))] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(envvar="OPENAI_API_KEY", show_envvar=True, show_default=False),
-    ] = None,
-    replay: Annotated[
-        Path | None,
-        typer.Option(help="Serve a finished run's recorded replies (offline re-scoring)."),
-    ] = None,
-    tasks: TasksOption = None,
-    suite: SuiteOption = None,
-    epochs: Annotated[int | None, typer.Option(help=_help("epochs"))] = None,
-    concurrency: Annotated[int | None, typer.Option(help=_help("executor", "concurrency"))] = None,
-    max_connections: Annotated[
-        int | None, typer.Option(help=_help("model", "max_connections"))
-    ] = None,
-    max_sandbox_commands: Annotated[
-        int | None, typer.Option(help=_help("sandbox", "max_commands"))
-    ] = None,
-    out: Annotated[str | None, typer.Option(help=_help("out"))] = None,
-    db: Annotated[str | None, typer.Option(help=_help("store", "url"))] = None,
-    sandbox: Annotated[str | None, typer.Option(help=_help("sandbox", "kind"))] = None,
-    executor: Annotated[
-        str | None, typer.Option(help="local (threads) or ray (a Ray cluster) [default: local].")
-    ] = None,
-    ray_address: Annotated[str | None, typer.Option(help=_help("executor", "address"))] = None,
-    temperature: Annotated[float | None, typer.Option(help=_help("model", "temperature"))] = None,
-    max_retries: Annotated[int | None, typer.Option(help=_help("model", "max_retries"))] = None,
-    retry_backoff: Annotated[
-        float | None, typer.Option(help=_help("model", "retry_backoff_s"))
-    ] = None,
-    request_timeout: Annotated[
-        float | None, typer.Option(help=_help("model", "request_timeout_s"))
-    ] = None,
-    prices: Annotated[str | None, typer.Option(help=_help("model", "prices"))] = None,
-    price_input: Annotated[float | None, typer.Option(help=_help("model", "price_input"))] = None,
-    price_output: Annotated[float | None, typer.Option(help=_help("model", "price_output"))] = None,
-    keep_workspaces: Annotated[
-        bool | None,
-        typer.Option("--keep-workspaces", help=_help("sandbox", "keep_workspaces")),
-    ] = None,
-    retry_errors: Annotated[
-        bool | None, typer.Option("--retry-errors", help=_help("retry_errors"))
-    ] = None,
-    evals: Annotated[
-        str | None,
-        typer.Option(
-            help="Behaviour evals to run, comma-separated (intent, instruction_following, "
-            "eager_editing, code_quality, interruption) or 'all'; with --tasks, both run."
-        ),
-    ] = None,
-) -> None:
+@with_run_flags
+def run(config: Path | None = None, suite: str | None = None, **flags: Any) -> None:
     """Score a model endpoint on CursorBench tasks (default: the embedded reference solver)."""
-    spec = spec_from_options(
-        config,
-        base_url=base_url,
-        model=model,
-        api_key=api_key,
-        replay=replay,
-        tasks=suite_options(suite, tasks) or None,
-        epochs=epochs,
-        concurrency=concurrency,
-        max_connections=max_connections,
-        max_sandbox_commands=max_sandbox_commands,
-        out=out,
-        db=db,
-        sandbox=sandbox,
-        executor=executor,
-        ray_address=ray_address,
-        temperature=temperature,
-        max_retries=max_retries,
-        retry_backoff=retry_backoff,
-        request_timeout=request_timeout,
-        prices=prices,
-        price_input=price_input,
-        price_output=price_output,
-        keep_workspaces=keep_workspaces,
-        retry_errors=retry_errors,
-        evals=_names(evals),
-    )
+    from collections import Counter
+    from contextlib import ExitStack
+
+    from cursorbench.api import prepare, stop_local_work
+    from cursorbench.progress import RunProgress
+    from cursorbench.report import print_run
+    from cursorbench.suites import suite_options
+    from harness.runner import RunInterrupted
+
+    flags["tasks"] = suite_options(suite, flags["tasks"]) or None
+    flags["evals"] = _names(flags["evals"])
+    spec = spec_from_options(config, **flags)
     with ExitStack() as stack:
         relay = RetryRelay()
         runner = prepare(spec, stack, on_retry=relay)
@@ -266,6 +193,15 @@ def show(
     ] = False,
 ) -> None:
     """Print a finished (or partial) run as a table."""
+    import json
+
+    from pydantic import ValidationError
+
+    from cursorbench.report import print_run, tests_table
+    from harness.results import in_order
+    from harness.rundir import RunDir, RunDirError
+    from harness.runner import RunConfig
+
     folder = RunDir(out)
     stored = folder.existing_run()
     if stored is None:
@@ -295,6 +231,9 @@ def tasks_list(tasks: TasksOption = None, suite: SuiteOption = None) -> None:
     are reported on stderr, one line each, and the exit status is then 2."""
     from rich.table import Table
 
+    from cursorbench.loader import tasks_from_options_reporting
+    from cursorbench.suites import suite_options
+
     found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
     for task in found:
@@ -322,6 +261,9 @@ def _print_problems(problems: list[str]) -> None:
 @tasks_app.command("show")
 def tasks_show(task_id: str, tasks: TasksOption = None, suite: SuiteOption = None) -> None:
     """Show one task: its prompt, source, mutation, verification and limits."""
+    from cursorbench.loader import TaskFileError, tasks_from_options
+    from cursorbench.suites import suite_options
+
     paths = [value for value in suite_options(suite, tasks) if Path(value).exists()]
     found = tasks_from_options([*paths, task_id])
     if len(found) != 1:
@@ -339,6 +281,8 @@ def tasks_merge_reports(
 ) -> None:
     """Merge validation reports (one run per task, or runs on several machines) into one; the
     later run's record of a task wins."""
+    from cursorbench.stats import merge_validation_reports
+
     try:
         merged = merge_validation_reports(reports, into)
     except ValueError as error:
@@ -363,6 +307,17 @@ def tasks_validate(
     """Validate tasks (the full checks: pristine runs, broken tree, reference, untouched and
     stub grading, coverage, leaks). Task files that do not load are reported first (exit
     status 2); the others are still checked (1 if any is invalid)."""
+    import datetime as dt
+    import time
+
+    from cursorbench.checks import validate_full
+    from cursorbench.loader import tasks_from_options_reporting
+    from cursorbench.stats import write_validation_report
+    from cursorbench.suites import suite_options
+    from cursorbench.validate import validate_task
+    from cursorbench.workspace import BuildError, build
+    from harness.sandbox import choose_backend
+
     backend = choose_backend(sandbox)
     found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
     _print_problems(problems)
@@ -403,6 +358,9 @@ def tasks_build(
     jobs: Annotated[int | None, typer.Option(min=1, help="Builds at once.")] = None,
 ) -> None:
     """Build tasks into the cache: fetch and hash-check sources, mutate, leak-scan."""
+    from cursorbench.loader import tasks_from_options
+    from cursorbench.suites import build_many, suite_options
+
     found = tasks_from_options(suite_options(suite, tasks))
     for built in build_many(found, jobs):
         console.print(f"[green]built[/] {built.task.id} {built.root}")
@@ -415,6 +373,14 @@ def tasks_derive(
 ) -> None:
     """Run the pristine tree 3 times and the broken tree once, and write the FAIL_TO_PASS and
     PASS_TO_PASS lists they give into each task file (an author's tool)."""
+    import tempfile
+
+    from cursorbench.checks import backend_for, derive_tests
+    from cursorbench.loader import load_task_for_derive
+    from cursorbench.suites import write_test_lists
+    from cursorbench.workspace import BuildError, build, cache_home
+    from harness.sandbox import choose_backend
+
     backend = choose_backend(sandbox)
     failed = 0
     for path in files:
@@ -450,6 +416,14 @@ def tasks_stats(
 ) -> None:
     """The suite's figures against the published ones: tasks, packages, categories, changed
     lines, prompt length, FAIL_TO_PASS/PASS_TO_PASS, coverage of removed lines, runtime."""
+    import json
+
+    from cursorbench.answer import reference_changed_lines
+    from cursorbench.loader import tasks_from_options
+    from cursorbench.stats import TaskRow, load_validation, print_stats, suite_stats
+    from cursorbench.suites import build_many, suite_options
+    from cursorbench.task import PackageSource
+
     found = tasks_from_options(suite_options(suite, tasks))
     folders = {task.path.parent.parent for task in found if task.path is not None}
     validation = {k: v for folder in folders for k, v in load_validation(folder).items()}
@@ -485,26 +459,37 @@ def _terminate_as_interrupt(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    """The `cursorbench` script: SIGTERM stops a run like Ctrl-C; exits with the status."""
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    sys.exit(invoke(sys.argv[1:]))
+
+
+def invoke(argv: list[str]) -> int:
+    """Runs one command line in this process and returns its exit status; every error a
+    user can fix is printed as `error: ...` lines on stderr (tests call this directly)."""
     try:
-        code = app(prog_name="cursorbench", standalone_mode=False)
+        code = app(args=argv, prog_name="cursorbench", standalone_mode=False)
     except TyperException as error:  # usage errors: one line, not a help box
         if error.format_message():
             print(f"error: {error.format_message()}", file=sys.stderr)
-        sys.exit(error.exit_code)
+        return error.exit_code
+    except ConfigProblems as error:  # every problem of a config, one line each
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KNOWN_ERRORS as error:
         print(f"error: {error}", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except Exception as error:
         if os.environ.get("CURSORBENCH_DEBUG"):
             raise
         name = type(error).__name__
         print(f"internal error: {name}: {error} (CURSORBENCH_DEBUG=1 shows more)", file=sys.stderr)
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)
+        return 1
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

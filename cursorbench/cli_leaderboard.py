@@ -17,30 +17,35 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy.exc import SQLAlchemyError
 
-from leaderboard import StoreError, open_store, queries
-from leaderboard.gate import GateError, gate, load_rules
-from leaderboard.migrate import SchemaOutOfDate
-from leaderboard.store import SqlStore, mask_url, open_engine
-from leaderboard.transfer import (
-    EXPORT_FORMATS,
-    TransferError,
-    attempts_query,
-    import_run_dir,
-    swebench_predictions,
-    to_frame,
-    write_frame,
-    write_swebench,
-)
+if TYPE_CHECKING:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from leaderboard.store import SqlStore
+
+# The commands import the leaderboard (SQLAlchemy, Alembic, pandas) when they run, so that
+# `cursorbench --help` and `cursorbench run` do not pay for it.
 
 EXIT_BAD_INPUT = 2
-ERRORS = (StoreError, GateError, queries.QueryError, TransferError, SchemaOutOfDate)
+EXPORT_FORMATS = ("csv", "parquet", "jsonl", "swebench")  # leaderboard.transfer's; a test checks
+
+
+def known_errors() -> tuple[type[Exception], ...]:
+    """The leaderboard's errors a user can fix: one line on stderr, exit status 2."""
+    from leaderboard.gate import GateError
+    from leaderboard.migrate import SchemaOutOfDate
+    from leaderboard.queries import QueryError
+    from leaderboard.store import StoreError
+    from leaderboard.transfer import TransferError
+
+    return (StoreError, GateError, QueryError, TransferError, SchemaOutOfDate)
+
+
 console = Console(width=None if sys.stdout.isatty() else 160)
 
 runs_app = typer.Typer(no_args_is_help=True, help="List, show, compare, export runs in the store.")
@@ -68,7 +73,7 @@ def one_line_errors(function: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
-        except ERRORS as error:
+        except known_errors() as error:
             print(f"error: {error}", file=sys.stderr)
             raise typer.Exit(EXIT_BAD_INPUT) from None
 
@@ -82,6 +87,8 @@ def _url(db: str | None) -> str:
 
 
 def _store(db: str | None) -> SqlStore:
+    from leaderboard.store import open_store
+
     return open_store(_url(db))
 
 
@@ -113,6 +120,8 @@ def runs_list(
 ) -> None:
     """Every run: id, model, suite, started, complete or not, resolved rate with its 95%
     interval, CI-aware rank, cost; for checkpoint runs the training run, step and gate."""
+    from leaderboard import queries
+
     filters = queries.Filters(
         suite=suite, model=model, category=category, eval=eval_name, training_run=training_run
     )
@@ -158,6 +167,8 @@ def runs_list(
 @one_line_errors
 def runs_show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     """One run: identity, figures, breakdowns per category and eval, attempts."""
+    from leaderboard import queries
+
     store = _store(db)
     try:
         with store.engine.connect() as conn:
@@ -209,6 +220,8 @@ def runs_show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> 
 def runs_compare(first: str, second: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     """SECOND minus FIRST on their shared attempts: the tasks that flipped, exact McNemar,
     paired bootstrap intervals for resolved rate, tests passed, cost and latency."""
+    from leaderboard import queries
+
     store = _store(db)
     try:
         with store.engine.connect() as conn:
@@ -238,6 +251,8 @@ def runs_compare(first: str, second: str, db: DbOption = None, as_json: JsonOpti
 @one_line_errors
 def runs_delete(run_id: str, db: DbOption = None) -> None:
     """Delete a run and all it recorded (the run folder stays)."""
+    from leaderboard import queries
+
     store = _store(db)
     try:
         if not store.delete_run(run_id):
@@ -258,6 +273,15 @@ def runs_export(
 ) -> None:
     """Attempts (or any `--sql` query) to CSV, Parquet or JSONL; `--format swebench` writes
     one run's predictions as SWE-bench JSONL (instance_id, model_name_or_path, model_patch)."""
+    from leaderboard.transfer import (
+        TransferError,
+        attempts_query,
+        swebench_predictions,
+        to_frame,
+        write_frame,
+        write_swebench,
+    )
+
     if fmt not in EXPORT_FORMATS:
         raise TransferError(f"--format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
     store = _store(db)
@@ -290,6 +314,8 @@ def runs_import(
     ] = False,
 ) -> None:
     """Load run folders into the store (idempotent)."""
+    from leaderboard.transfer import import_run_dir
+
     store = _store(db)
     try:
         for folder in folders:
@@ -330,6 +356,9 @@ def gate_command(
 ) -> None:
     """Is the candidate at least as good as the baseline? Exit 0 pass, 1 fail, 2 error.
     Prints a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)."""
+    from leaderboard.gate import gate, load_rules
+
+    caught: tuple[type[Exception], ...] = (*known_errors(), OSError)
     try:
         decision_rules = load_rules(rules)
         store = _store(db)
@@ -345,7 +374,7 @@ def gate_command(
         if summary:
             with open(summary, "a", encoding="utf-8") as out:
                 out.write(text)
-    except (*ERRORS, OSError) as error:
+    except caught as error:
         print(f"error: {error}", file=sys.stderr)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     print(text, end="")
@@ -370,7 +399,10 @@ def dashboard_command(
 @one_line_errors
 def db_upgrade(db: DbOption = None) -> None:
     """Migrate the database to the schema this version writes (creating it if empty)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from leaderboard.migrate import upgrade
+    from leaderboard.store import StoreError, mask_url, open_engine
 
     engine = open_engine(_url(db))
     try:
@@ -389,7 +421,10 @@ def db_upgrade(db: DbOption = None) -> None:
 @one_line_errors
 def db_current(db: DbOption = None) -> None:
     """Print the database's schema revision and the one this version needs."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from leaderboard.migrate import HEAD, revision_of
+    from leaderboard.store import StoreError, mask_url, open_engine
 
     engine = open_engine(_url(db))
     try:

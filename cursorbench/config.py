@@ -11,9 +11,11 @@ run folder goes, and four pluggable parts, each a `kind:` plus its settings:
 
 Every default lives here, once. `cursorbench run --config run.yaml` loads a
 file (`load_spec`); flags override it (`spec_from_options`); the library
-entry point `cursorbench.api.run` takes the object itself. A value that does
-not fit is a `ConfigError` whose one line names the flag, or the file and
-the field, it came from. What is measured (and hashed for resume) is
+entry point `cursorbench.api.run` takes the object itself. The `run` command's
+flags are generated from these fields (`run_flags`: name, type, help and
+default). A config that does not fit raises `ConfigProblems`, every problem a
+line naming the flag, or the file and the key, it came from; a misspelt key
+says which was meant. What is measured (and hashed for resume) is
 `harness.runner.RunConfig`, derived from this; everything else here is how.
 """
 
@@ -21,15 +23,23 @@ from __future__ import annotations
 
 import os
 import re
+import types
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
-from cursorbench.reference import REFERENCE_SOLVER
+from cursorbench.problems import models_of, unknown_key_problem, unknown_keys
 from harness.errors import ConfigError
-from harness.model import DEFAULT_REQUEST_TIMEOUT_S
+from harness.model_defaults import DEFAULT_REQUEST_TIMEOUT_S
+
+# `cursorbench.reference.REFERENCE_SOLVER`, written again so that reading a config (and
+# `cursorbench --help`) does not import the solver and the task builder; a test keeps the two equal.
+REFERENCE_SOLVER = "reference-solver"
 
 
 class Part(BaseModel):
@@ -88,7 +98,10 @@ class OpenAIModel(RequestSettings):
     """Any OpenAI-compatible chat-completions endpoint with tool calling."""
 
     kind: Literal["openai"] = "openai"
-    base_url: str = Field(description="The endpoint, e.g. https://api.openai.com/v1.")
+    base_url: str = Field(
+        description="An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1; without "
+        "one the reference solver runs."
+    )
     name: str = Field(description="The model name sent to the endpoint.")
     api_key: str | None = Field(
         default=None, description="The API key [default: env OPENAI_API_KEY].", repr=False
@@ -107,7 +120,10 @@ class ReplayModel(RequestSettings):
     """A finished run's recorded replies, served back turn by turn over HTTP."""
 
     kind: Literal["replay"] = "replay"
-    run_dir: Path = Field(description="The run folder whose trajectories are replayed.")
+    run_dir: Path = Field(
+        description="A finished run's folder whose recorded replies are served (offline "
+        "re-scoring)."
+    )
 
     @field_validator("run_dir", mode="before")
     @classmethod
@@ -215,7 +231,8 @@ class RunSpec(Part):
     )
     evals: list[str] = Field(
         default_factory=list,
-        description="Behaviour evals whose scenarios run as tasks ('all': the five); with "
+        description="Behaviour evals whose scenarios run as tasks: intent, "
+        "instruction_following, eager_editing, code_quality, interruption, or 'all'; with "
         "tasks, both run.",
     )
     model: ModelSpec = Field(default_factory=ReferenceModel, description="Who answers.")
@@ -264,25 +281,16 @@ class RunSpec(Part):
 
 
 # --- flags ---------------------------------------------------------------------------------
+# `cursorbench run`'s flags are generated from the fields below: each flag's value type,
+# help and default come from the field it sets. What cannot be derived is written here once:
+# which field of a part a flag sets and under what name. Every top-level field that is not a
+# part is a flag of its own name, and so is every request setting of the model (`_s` dropped).
 
-FLAG_PATHS: dict[str, tuple[str, ...]] = {
-    "tasks": ("tasks",),
-    "epochs": ("epochs",),
-    "out": ("out",),
-    "retry_errors": ("retry_errors",),
-    "evals": ("evals",),
+PART_FLAGS: dict[str, tuple[str, str]] = {
     "base_url": ("model", "base_url"),
     "model": ("model", "name"),
     "api_key": ("model", "api_key"),
     "replay": ("model", "run_dir"),
-    "temperature": ("model", "temperature"),
-    "max_retries": ("model", "max_retries"),
-    "retry_backoff": ("model", "retry_backoff_s"),
-    "request_timeout": ("model", "request_timeout_s"),
-    "max_connections": ("model", "max_connections"),
-    "prices": ("model", "prices"),
-    "price_input": ("model", "price_input"),
-    "price_output": ("model", "price_output"),
     "sandbox": ("sandbox", "kind"),
     "max_sandbox_commands": ("sandbox", "max_commands"),
     "keep_workspaces": ("sandbox", "keep_workspaces"),
@@ -291,7 +299,93 @@ FLAG_PATHS: dict[str, tuple[str, ...]] = {
     "ray_address": ("executor", "address"),
     "db": ("store", "url"),
 }
+KIND_HELP: dict[tuple[str, ...], str] = {
+    ("executor", "kind"): "local (threads) or ray (a Ray cluster) [default: local]."
+}
+COMMA_SEPARATED = {"evals"}  # one flag, `--evals a,b`; other lists repeat the flag
+PARTS = ("model", "sandbox", "executor", "store")
 KIND_FIELDS = {"model": ("reference", "openai", "replay"), "executor": ("local", "ray")}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One `cursorbench run` option: `--name` sets the `RunSpec` field at `path`."""
+
+    name: str
+    path: tuple[str, ...]
+    value_type: Any  # what the command line gives; paths stay text, validated by the field
+    help: str
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def _flag_paths() -> dict[str, tuple[str, ...]]:
+    paths: dict[str, tuple[str, ...]] = {
+        name: (name,) for name in RunSpec.model_fields if name not in PARTS
+    }
+    for name in RequestSettings.model_fields:
+        paths[name.removesuffix("_s")] = ("model", name)
+    return paths | PART_FLAGS
+
+
+FLAG_PATHS = _flag_paths()
+
+
+def run_flags() -> list[Flag]:
+    """Every flag of `cursorbench run` that sets a `RunSpec` field, in the fields' order."""
+    flags = []
+    for name, path in FLAG_PATHS.items():
+        info = _field(path)
+        value_type = str if name in COMMA_SEPARATED else _value_type(info.annotation)
+        text = KIND_HELP.get(path) or field_help(*path)
+        flags.append(Flag(name, path, value_type, text))
+    order = [*RunSpec.model_fields]  # by part; a part's own flags before the request settings
+    return sorted(flags, key=lambda flag: (order.index(flag.path[0]), flag.name not in PART_FLAGS))
+
+
+def _field(path: tuple[str, ...]) -> FieldInfo:
+    """The field at `path`; a part's field from the last of its kinds that has it (the
+    reference model's `name` is fixed; the endpoint's is what a flag sets)."""
+    if len(path) == 1:
+        return RunSpec.model_fields[path[0]]
+    kinds = models_of(RunSpec.model_fields[path[0]].annotation)
+    return [kind for kind in kinds if path[1] in kind.model_fields][-1].model_fields[path[1]]
+
+
+def _value_type(annotation: Any) -> Any:
+    """The type a flag's text becomes: the field's type without None; a path or a kind's
+    literal stays text (the field turns it into its value and names a bad one)."""
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    value = args[0] if typing.get_origin(annotation) in (typing.Union, types.UnionType) else None
+    value = annotation if value is None else value
+    if value is Path or typing.get_origin(value) is Literal:
+        return str
+    return value
+
+
+def field_help(*path: str) -> str:
+    """A field's description, with its default where it is not in the text already."""
+    info = _field(path)
+    text = info.description or ""
+    if not info.is_required() and info.default_factory is None:
+        default = info.default
+        if default not in (None, False) and "[default" not in text:
+            text += f" [default: {default}]"
+    return text
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+class ConfigProblems(ConfigError):
+    """Every problem of one config, not just the first; `problems` has one line each (the
+    CLI prints them so), `str()` joins them into one line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
 
 
 def load_spec_data(path: Path) -> dict[str, Any]:
@@ -343,7 +437,8 @@ def spec_from_options(config: Path | None = None, **options: Any) -> RunSpec:
         data["model"] = model
     executor = data.get("executor")
     if isinstance(executor, dict) and ("executor", "kind") in from_flags:
-        chosen = {"local": LocalExecutorSpec, "ray": RayExecutorSpec}.get(executor["kind"])
+        kinds: dict[str, type[BaseModel]] = {"local": LocalExecutorSpec, "ray": RayExecutorSpec}
+        chosen = kinds.get(executor["kind"])
         if chosen is not None:  # settings of the file's other kind do not apply
             data["executor"] = {k: v for k, v in executor.items() if k in chosen.model_fields}
     return validate_spec(data, source=config, from_flags=from_flags)
@@ -365,20 +460,33 @@ def validate_spec(
     source: Path | None = None,
     from_flags: dict[tuple[str, ...], str] | None = None,
 ) -> RunSpec:
-    """`RunSpec` from plain data; the first problem is a `ConfigError` naming where it is."""
-    data = _check_model_combinations(data, from_flags or {}, source)
+    """`RunSpec` from plain data. Every problem is found (unknown keys, kinds that do not
+    combine, values that do not fit) and raised together as `ConfigProblems`, each line
+    naming the flag it came from, or the file and the key."""
+    from_flags = from_flags or {}
+    where = f"{source}: " if source is not None else ""
+    unknown = unknown_keys(RunSpec, data)
+    problems = [where + unknown_key_problem(RunSpec, path) for path in unknown]
+    combinations = _model_combination_problems(data, from_flags, source)
+    problems += [where + line for line in combinations]
     try:
-        return RunSpec.model_validate(data)
+        spec = RunSpec.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(describe(error, source, from_flags or {})) from None
+        for line, location in describe(error, source, from_flags):
+            if location in unknown or (combinations and location[0] == "model"):
+                continue  # said above
+            problems.append(line)
+    if problems:
+        raise ConfigProblems(problems)
+    return spec
 
 
-def _check_model_combinations(
+def _model_combination_problems(
     data: dict[str, Any], from_flags: dict[tuple[str, ...], str], source: Path | None
-) -> dict[str, Any]:
+) -> list[str]:
     model = data.get("model")
     if not isinstance(model, dict):
-        return data
+        return []
 
     flags = {path: flag for flag, path in FLAG_PATHS.items()}
 
@@ -389,65 +497,43 @@ def _check_model_combinations(
             return f"--{flags[path].replace('_', '-')}"
         return f"model.{field}"
 
-    where = f"{source}: " if source is not None else ""
     kind = model.get("kind")
     has_url = model.get("base_url") is not None
     has_replay = model.get("run_dir") is not None
     if has_url and has_replay:
-        raise ConfigError(
-            f"{where}{named('run_dir')} serves a recorded run; drop {named('base_url')}"
-        )
+        return [f"{named('run_dir')} serves a recorded run; drop {named('base_url')}"]
     reference = kind in (None, "reference") and not has_url and not has_replay
     if reference and model.get("name") not in (None, REFERENCE_SOLVER):
-        raise ConfigError(
-            f"{where}{named('name')} needs {named('base_url')} "
-            "(without it the reference solver runs)"
-        )
+        return [f"{named('name')} needs {named('base_url')} (without it the reference solver runs)"]
     if (kind == "openai" or (kind is None and has_url)) and not model.get("name"):
-        raise ConfigError(f"{where}{named('base_url')} needs {named('name')}")
+        return [f"{named('base_url')} needs {named('name')}"]
     if has_replay and model.get("name") is not None:
-        raise ConfigError(
-            f"{where}{named('run_dir')} takes the model name from the recording; "
-            f"drop {named('name')}"
-        )
-    return data
+        return [f"{named('run_dir')} takes the model name from the recording; drop {named('name')}"]
+    return []
 
 
 def describe(
     error: ValidationError, source: Path | None, from_flags: dict[tuple[str, ...], str]
-) -> str:
-    """One line for the first problem: the flag it came from, else the file and field."""
-    first = error.errors()[0]
-    location = [str(part) for part in first["loc"]]
-    if len(location) > 1 and location[1] in KIND_FIELDS.get(location[0], ()):
-        del location[1]  # the discriminator's tag pydantic puts into the path
-    if len(location) > 1 and location[0] == "store" and location[1] in ("sql", "none"):
-        del location[1]
-    message = first["msg"].removeprefix("Value error, ")
-    flag = from_flags.get(tuple(location))
-    if flag is not None:
-        return f"Invalid value for '--{flag.replace('_', '-')}': {message}"
-    where = ".".join(location) or "(top level)"
-    return f"{source}: {where}: {message}" if source is not None else f"{where}: {message}"
-
-
-def field_help(*path: str) -> str:
-    """A field's description, for the CLI's help (defaults are written once, here)."""
-    model: type[BaseModel] = RunSpec
-    kinds = {
-        "model": OpenAIModel,
-        "executor": RayExecutorSpec,
-        "sandbox": SandboxSpec,
-        "store": SqlStoreSpec,
-    }
-    for name in path[:-1]:
-        model = kinds[name]
-    if path == ("model", "run_dir"):
-        model = ReplayModel
-    info = model.model_fields[path[-1]]
-    text = info.description or ""
-    if not info.is_required() and info.default_factory is None:
-        default = info.default
-        if default not in (None, False) and "[default" not in text:
-            text += f" [default: {default}]"
-    return text
+) -> list[tuple[str, tuple[str, ...]]]:
+    """One line per problem: the flag it came from, else the file and field. An unknown key
+    that another kind of the part has is named as such. Each line comes with the field's
+    path (`validate_spec` leaves out those `unknown_keys` has named)."""
+    lines: list[tuple[str, tuple[str, ...]]] = []
+    for problem in error.errors():
+        location = [str(part) for part in problem["loc"]]
+        kind = None
+        if len(location) > 1 and location[1] in KIND_FIELDS.get(location[0], ()):
+            kind = location.pop(1)  # the discriminator's tag pydantic puts into the path
+        if len(location) > 1 and location[0] == "store" and location[1] in ("sql", "none"):
+            kind = location.pop(1)
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden" and kind is not None:
+            message = f"not a setting of kind {kind!r}"
+        path = tuple(location) or ("",)
+        flag = from_flags.get(path)
+        if flag is not None:
+            lines.append((f"Invalid value for '--{flag.replace('_', '-')}': {message}", path))
+            continue
+        where = ".".join(location) or "(top level)"
+        lines.append((f"{source}: {where}: {message}" if source else f"{where}: {message}", path))
+    return lines

@@ -29,6 +29,7 @@ import openai
 from pydantic import BaseModel, Field
 
 from harness.errors import CursorBenchError
+from harness.model_defaults import DEFAULT_REQUEST_TIMEOUT_S as DEFAULT_REQUEST_TIMEOUT_S
 from harness.pricing import Price
 from harness.results import Usage
 
@@ -42,7 +43,6 @@ RETRYABLE = (
 CONTEXT_OVERFLOW = re.compile(
     r"context.length|maximum context|context window|too many tokens|prompt is too long", re.I
 )
-DEFAULT_REQUEST_TIMEOUT_S = 300.0  # one try of one request; see the README for why 300
 SHOWN_BODY_BYTES = 80  # of a junk reply, in error messages
 SHOWN_MODELS = 5  # of the models an endpoint serves, when it does not serve the one asked for
 ATTEMPT_HEADER = "X-CursorBench-Attempt"  # `task#epoch`, sent only where asked (replays)

@@ -8,6 +8,8 @@ import pytest
 
 from cursorbench import api
 from cursorbench.config import (
+    FLAG_PATHS,
+    ConfigProblems,
     LocalExecutorSpec,
     NoStoreSpec,
     OpenAIModel,
@@ -16,6 +18,7 @@ from cursorbench.config import (
     ReplayModel,
     RunSpec,
     load_spec,
+    run_flags,
     spec_from_options,
 )
 from harness.doubles import DoneOnlyDouble
@@ -74,7 +77,10 @@ def test_defaults_live_in_the_config() -> None:
     ("text", "message"),
     [
         ("epochs: 0\n", "{file}: epochs: Input should be greater than or equal to 1"),
-        ("model: {bse_url: http://x/v1}\n", "{file}: model.bse_url: Extra inputs are not"),
+        ("epoch: 3\n", "{file}: unknown key 'epoch' (did you mean 'epochs'?)"),
+        ("model: {bse_url: http://x/v1}\n", "{file}: unknown key 'model.bse_url' (did you mean"),
+        ("sandbox: {komd: 2}\n", "{file}: unknown key 'sandbox.komd' (known here: keep_work"),
+        ("executor: {kind: local, address: x}\n", "{file}: executor.address: not a setting of"),
         ("executor: {kind: slurm}\n", "{file}: executor: Input tag 'slurm' found using 'kind'"),
         ("store: {kind: sql, url: 3}\n", "{file}: store.url: Input should be a valid string"),
         ("[1, 2]\n", "{file}: expected a mapping of run settings at the top level"),
@@ -90,6 +96,42 @@ def test_a_bad_file_is_one_line_naming_the_file_and_field(
         load_spec(path)
     assert str(raised.value).startswith(message.format(file=path))
     assert "\n" not in str(raised.value)
+
+
+def test_every_problem_of_a_file_is_reported_each_naming_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        "epoch: 3\nmodel: {bas_url: http://x/v1, name: m}\nexecutor: {concurrency: 0}\n"
+    )
+    with pytest.raises(ConfigProblems) as raised:
+        load_spec(path)
+    assert raised.value.problems == [
+        f"{path}: unknown key 'epoch' (did you mean 'epochs'?)",
+        f"{path}: unknown key 'model.bas_url' (did you mean 'model.base_url'?)",
+        f"{path}: model.name needs model.base_url (without it the reference solver runs)",
+        f"{path}: executor.concurrency: Input should be greater than or equal to 1",
+    ]
+    assert str(raised.value) == "; ".join(raised.value.problems)  # one line for a library caller
+
+
+def test_flags_are_generated_from_the_spec_s_fields() -> None:
+    flags = {flag.name: flag for flag in run_flags()}
+    assert set(flags) == set(FLAG_PATHS)
+    assert flags["epochs"].path == ("epochs",) and flags["epochs"].value_type is int
+    assert flags["request_timeout"].path == ("model", "request_timeout_s")
+    assert flags["request_timeout"].help.endswith("[default: 300.0]")
+    assert flags["out"].value_type is str  # a path is checked by the field, not by the parser
+    assert flags["tasks"].value_type == list[str] and flags["evals"].value_type is str
+    assert flags["concurrency"].help == "Attempts in flight. [default: 4]"
+    for flag in flags.values():  # every flag sets a real field and says what it does
+        assert flag.help, flag.name
+        spec_from_options(**{flag.name: None})
+
+
+def test_the_config_s_reference_name_is_the_solver_s() -> None:
+    from cursorbench.reference import REFERENCE_SOLVER
+
+    assert ReferenceModel().name == REFERENCE_SOLVER
 
 
 def test_a_bad_flag_names_the_flag() -> None:

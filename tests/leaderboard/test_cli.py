@@ -1,12 +1,10 @@
-"""The leaderboard's commands through the real CLI (`python -m cursorbench.cli`)."""
+"""The leaderboard's commands through the CLI's entry point, in this process
+(`tests.cli_runner`: the same stdout, stderr and exit status as the script)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +14,13 @@ from sqlalchemy import create_engine
 
 from leaderboard import open_store
 from leaderboard.migrate import alembic_config
+from tests.cli_runner import CliResult, cursorbench
 
 TASKS = [f"task-{i:02d}" for i in range(40)]
 BASE = {task: [i < 30] for i, task in enumerate(TASKS)}
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cursorbench.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=os.environ | (env or {}),
-        check=False,
-    )
+cli = cursorbench
 
 
 @pytest.fixture
@@ -37,10 +28,17 @@ def db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'lb.sqlite'}"
 
 
-def one_line_error(done: subprocess.CompletedProcess[str], says: str) -> None:
+def one_line_error(done: CliResult, says: str) -> None:
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
     assert says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_export_formats_in_the_help_are_the_transfer_s() -> None:
+    from cursorbench import cli_leaderboard
+    from leaderboard import transfer
+
+    assert cli_leaderboard.EXPORT_FORMATS == transfer.EXPORT_FORMATS
 
 
 def test_runs_list_on_an_empty_store(db_url: str) -> None:
@@ -50,7 +48,9 @@ def test_runs_list_on_an_empty_store(db_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_runs_commands_and_gate_exit_statuses(db_url: str, fill: Any, tmp_path: Path) -> None:
+def test_runs_commands_and_gate_exit_statuses(
+    db_url: str, fill: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = open_store(db_url)
     fill(store, "base", BASE, model="model-a")
     fill(store, "worse", {t: [ok and i >= 15] for i, (t, [ok]) in enumerate(BASE.items())})
@@ -71,11 +71,12 @@ def test_runs_commands_and_gate_exit_statuses(db_url: str, fill: Any, tmp_path: 
     assert len(compared["lost"]) == 15
 
     summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     passed = cli(
         "gate", "--candidate", "same", "--baseline", "base", "--db", db_url,
         "--json", str(tmp_path / "gate.json"),
-        env={"GITHUB_STEP_SUMMARY": str(summary)},
     )  # fmt: skip
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     assert passed.returncode == 0, passed.stderr
     assert "✅ pass" in passed.stdout and "✅ pass" in summary.read_text()
     assert json.loads((tmp_path / "gate.json").read_text())["decision"] == "pass"
