@@ -13,7 +13,7 @@ print(outcome.summary["resolved_rate"])
 - running: `run`, `prepare`, `RunSpec`, `load_spec`, `RunOutcome`;
 - tasks: `Task`, `Category`, `Mutation`, `load_task`, `load_tasks`, `select_tasks`,
   `bundled_suite`, `build`, `BuiltTask`, `validate_task`;
-- results: `AttemptResult`, `RunInfo`, `Status`, `Failure`, `Usage`;
+- results: `AttemptResult`, `RunInfo`, `RunSummary`, `Status`, `Failure`, `Usage`;
 - errors (each one line a user can act on): `CursorBenchError` and its kinds
   `ConfigError`, `SetupError`, `TaskFileError`, `BuildError`;
 - the reference solver: `REFERENCE_SOLVER`, `ReferenceSolver`.
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from harness.errors import ConfigError, CursorBenchError
     from harness.results import AttemptResult, Failure, RunInfo, Status, Usage
     from harness.runner import RunOutcome
+    from harness.summary import RunSummary
 
 _EXPORTS = {
     "SetupError": "cursorbench.api",
@@ -74,6 +75,7 @@ _EXPORTS = {
     "Status": "harness.results",
     "Usage": "harness.results",
     "RunOutcome": "harness.runner",
+    "RunSummary": "harness.summary",
 }
 __getattr__, __dir__ = exports(__name__, _EXPORTS)
 
@@ -91,6 +93,7 @@ __all__ = [
     "RunInfo",
     "RunOutcome",
     "RunSpec",
+    "RunSummary",
     "SetupError",
     "Status",
     "Task",

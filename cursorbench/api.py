@@ -47,7 +47,7 @@ from cursorbench.suites import build_many
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.executor import Executor, LocalExecutor
-from harness.model import ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
+from harness.model import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.openai_server import OpenAIServer, Responder
 from harness.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan
 from harness.pricing import Price, load_price_table, price_for
@@ -330,7 +330,7 @@ def _reachable_host() -> str:
 
 def _api_key(spec: RunSpec) -> str:
     key = spec.model.api_key if isinstance(spec.model, OpenAIModel) else None
-    return key or os.environ.get("OPENAI_API_KEY") or "unused"
+    return key or os.environ.get("OPENAI_API_KEY") or KEY_NOT_GIVEN
 
 
 def _open_sandboxes(backend: str, sandbox: SandboxPlan, warnings: list[str]) -> SandboxBackend:

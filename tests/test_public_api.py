@@ -27,6 +27,7 @@ EXPECTED = [
     "RunInfo",
     "RunOutcome",
     "RunSpec",
+    "RunSummary",
     "SetupError",
     "Status",
     "Task",
