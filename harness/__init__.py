@@ -26,8 +26,8 @@ if TYPE_CHECKING:
         RetryPolicy,
     )
     from harness.openai_server import OpenAIServer, Reply, Responder
-    from harness.results import Attempt, AttemptResult, Failure, RunInfo, Status, Usage
     from harness.plan import RunConfig, RunPlan
+    from harness.results import Attempt, AttemptResult, Failure, RunInfo, Status, Usage
     from harness.runner import Runner
     from harness.spec import Limits, PreparedTask, Verification
     from harness.store import ResultStore
