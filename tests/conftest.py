@@ -1,9 +1,12 @@
-"""Shared fixtures: an isolated CursorBench home per test, endpoints served over HTTP."""
+"""Shared fixtures: an isolated CursorBench home per test (one build cache for the session),
+endpoints served over HTTP, and the suite's own temp folder."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -15,6 +18,19 @@ from cursorbench import api
 from cursorbench.config import spec_from_options
 from harness.openai_server import OpenAIServer, Responder
 from harness.runner import RunOutcome
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Temp folders go to a root of this checkout's own (pytest keeps its last 3 runs there),
+    not the machine-wide `/tmp/pytest-of-<user>` that every pytest on the machine shares.
+    Not under the checkout itself: git commands in a test's folder would find its `.git`."""
+    if not os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:10]
+        temproot = Path(tempfile.gettempdir()) / f"cursorbench-tests-{os.getuid()}-{checkout}"
+        temproot.mkdir(mode=0o700, exist_ok=True)
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(temproot)
 
 
 @functools.cache
@@ -40,12 +56,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"docker backend unavailable: {reason}")
 
 
+@pytest.fixture(scope="session")
+def session_build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built tasks, sdists and leak-scan results, shared by every test of the session (and
+    by every xdist worker: the folder is above theirs). Entries are content-addressed and
+    written by atomic rename, so two tests building the same task both get a whole one."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / "build-cache"
+
+
 @pytest.fixture(autouse=True)
-def cursorbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Caches, prepared workspaces and the default database live under tmp_path."""
+def cursorbench_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_build_cache: Path
+) -> Path:
+    """Attempts, validation scratch and the default database live under tmp_path; built
+    tasks come from the session's build cache (a test of the cache passes its own folder
+    to `build(task, cache)`)."""
     home = tmp_path / "cursorbench-home"
     monkeypatch.setenv("CURSORBENCH_HOME", str(home))
     monkeypatch.setenv("CURSORBENCH_DB", f"sqlite:///{home / 'leaderboard.sqlite'}")
+    monkeypatch.setenv("CURSORBENCH_BUILD_CACHE", str(session_build_cache))
     return home
 
 
