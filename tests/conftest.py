@@ -33,6 +33,17 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["PYTEST_DEBUG_TEMPROOT"] = str(temproot)
 
 
+# Fixtures that make a test a whole benchmark run: such a test is `slow` wherever it lives.
+WHOLE_RUN_FIXTURES = {"run_benchmark"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`-m "not slow"` (the quick tier) leaves out every whole run, marked or not."""
+    for item in items:
+        if WHOLE_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @functools.cache
 def _docker_unavailable() -> str | None:
     """Why the Docker engine cannot be used here (it is started if it can be), or None."""
