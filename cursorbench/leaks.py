@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import tempfile
+import uuid
 import zipfile
 import zlib
 from collections.abc import Iterable, Sequence
@@ -137,7 +138,7 @@ def environment_leaks(
     leaks = _grep_leaks(patterns, roots)
     if entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+        staging = entry.with_name(f"{entry.name}.{uuid.uuid4().hex[:8]}.tmp")
         staging.write_text(json.dumps([[leak.where, leak.why] for leak in leaks]))
         os.replace(staging, entry)  # atomic: two builds may write the same result
     return leaks
@@ -148,8 +149,13 @@ def environment_fingerprint(roots: Sequence[Path]) -> str:
     renamed, rewritten or replaced (the inode and ctime change even when mtime is kept)."""
     argv = ["find", *map(str, roots), "-printf", "%y %i %s %T@ %C@ %p\\0"]
     done = subprocess.run(argv, capture_output=True, timeout=300)
-    if done.returncode != 0:  # an unreadable folder: its contents cannot be fingerprinted
-        raise RuntimeError(f"leak scan: find failed ({done.stderr.decode()[:200]})")
+    problems = [
+        line
+        for line in done.stderr.decode(errors="replace").splitlines()
+        if not line.endswith("No such file or directory")  # gone while listed (a .pyc's temp)
+    ]
+    if done.returncode != 0 and (problems or not done.stderr):
+        raise RuntimeError(f"leak scan: find failed ({' '.join(problems)[:200]})")
     return hashlib.sha256(done.stdout).hexdigest()
 
 

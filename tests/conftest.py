@@ -35,13 +35,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Fixtures that make a test a whole benchmark run: such a test is `slow` wherever it lives.
 WHOLE_RUN_FIXTURES = {"run_benchmark"}
+# Under pytest-xdist (opt-in, `-n 4 --dist loadgroup`), tests of one machine-wide resource run
+# one at a time, on one worker: the Docker engine and its image, local Ray clusters, and the
+# tinypkg task (test_sources plants its answer in the shared site-packages for a moment, which
+# would fail a tinypkg build running beside it).
+EXCLUSIVE_FILES = {
+    "test_ray_executor.py": "ray",
+    "test_docker.py": "docker",
+    "test_sources.py": "tinypkg",
+    "test_checks.py": "tinypkg",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`-m "not slow"` (the quick tier) leaves out every whole run, marked or not."""
+    """`-m "not slow"` (the quick tier) leaves out every whole run, marked or not; tests of
+    a shared resource get an `xdist_group`."""
     for item in items:
         if WHOLE_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        group = EXCLUSIVE_FILES.get(item.path.name)
+        if group is None and item.get_closest_marker("docker") is not None:
+            group = "docker"
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @functools.cache
