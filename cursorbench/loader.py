@@ -13,6 +13,9 @@ from cursorbench.task import Task
 from harness.errors import CursorBenchError
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml's loader when PyYAML has it: the same documents, ~11x faster (61 v1 task files,
+# 3.9 MB: 1.6 s instead of 17.7 s on a loaded machine).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 VERIFICATION_TAGS = ("pytest", "docs", "mutants", "answer")
 
 
@@ -37,7 +40,7 @@ def load_task(path: Path) -> Task:
     except OSError as error:
         raise TaskFileError(f"{path}: cannot read ({error.strerror})") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, SAFE_LOADER)
     except (yaml.YAMLError, json.JSONDecodeError) as error:
         first = str(error).replace("\n", " ")[:200]
         raise TaskFileError(f"{path}: not valid {path.suffix[1:].upper()} ({first})") from None
@@ -54,7 +57,7 @@ def load_task_for_derive(path: Path) -> Task:
     """A task file whose test lists may still be empty (an author's draft): a placeholder
     FAIL_TO_PASS test lets it load so that the lists can be derived."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), SAFE_LOADER)
     except (OSError, yaml.YAMLError) as error:
         raise TaskFileError(f"{path}: cannot read ({error})") from None
     if not isinstance(data, dict):

@@ -88,7 +88,7 @@ def test_stdin_is_closed(tmp_path: Path) -> None:
     done = bash("cat; echo after", tmp_path, timeout=5)
     assert done.exit_code == 0
     assert done.output == "after\n"
-    assert done.duration_s < 2
+    assert not done.timed_out  # with stdin open, `cat` would wait for its timeout
 
 
 def test_killed_by_signal_reports_negative_code(tmp_path: Path) -> None:
