@@ -38,9 +38,10 @@ WHOLE_RUN_FIXTURES = {"run_benchmark"}
 # Under pytest-xdist (opt-in, `-n 4 --dist loadgroup`), tests of one machine-wide resource run
 # one at a time, on one worker: the Docker engine and its image, local Ray clusters, and the
 # tinypkg task (test_sources plants its answer in the shared site-packages for a moment, which
-# would fail a tinypkg build running beside it).
+# would fail a tinypkg build running beside it), and the red team's canary in the real home.
 EXCLUSIVE_FILES = {
     "test_ray_executor.py": "ray",
+    "test_red_team.py": "red-team",
     "test_docker.py": "docker",
     "test_sources.py": "tinypkg",
     "test_checks.py": "tinypkg",

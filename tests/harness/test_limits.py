@@ -70,7 +70,7 @@ def test_limits_are_frozen_validated_and_have_defaults() -> None:
     assert (limits.memory_bytes, limits.processes) == (4 << 30, 512)
     assert (limits.disk_bytes, limits.file_bytes) == (1 << 30, 1 << 30)
     with pytest.raises(ValidationError):
-        limits.processes = 5  # type: ignore[misc]
+        limits.processes = 5
     with pytest.raises(ValidationError):
         ResourceLimits(processes=0)
     with pytest.raises(ValidationError):

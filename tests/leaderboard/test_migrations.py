@@ -29,7 +29,7 @@ from sqlalchemy import (
     text,
 )
 
-from harness.results import AttemptResult, RunInfo, Status
+from harness.results import AttemptResult, RunInfo, Status, TestOutcome
 from leaderboard import StoreError, open_store
 from leaderboard.migrate import HEAD, V0_REVISION, heads, revision_of, upgrade
 from leaderboard.schema import (
@@ -120,7 +120,10 @@ def v0_attempt(run_id: str, task: str, epoch: int, resolved: bool) -> dict[str, 
         task_id=task,
         epoch=epoch,
         status=Status.RESOLVED if resolved else Status.FAILED,
-        tests={"t::one": "passed", "t::two": "passed" if resolved else "failed"},
+        tests={
+            "t::one": TestOutcome.PASSED,
+            "t::two": TestOutcome.PASSED if resolved else TestOutcome.FAILED,
+        },
         started_at=T0,
         finished_at=T0 + timedelta(seconds=5),
         flags=["frame-inspection: a.py:3"] if task == "task-b" else [],
