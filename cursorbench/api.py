@@ -41,6 +41,7 @@ from cursorbench.config import (
     load_spec,
     validate_spec,
 )
+from cursorbench.homes import harness_dirs
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.suites import build_many
@@ -390,7 +391,7 @@ def _replay_warnings(recorded: Any, built: list[BuiltTask]) -> list[str]:
 def _hidden_paths(
     tasks: list[PreparedTask], out: Path, db_url: str | None, warnings: list[str]
 ) -> tuple[Path, ...]:
-    hidden = [*default_hidden_paths(), cache_home(), out.resolve()]
+    hidden = [*default_hidden_paths(), *harness_dirs(), out.resolve()]
     if db_url is not None and db_url.startswith("sqlite:///"):
         hidden.append(Path(db_url.removeprefix("sqlite:///")).resolve())
     for task in tasks:

@@ -15,28 +15,40 @@ Two checks over a built task:
 
 Not covered: the rest of `/usr` and `/etc` (no Python code lives there on the machines
 we know); pack files of a `.git` (any `.git` is refused by check 1 anyway).
+
+Grepping the environment (gigabytes, ~30 s) is most of a build, so its result is cached in
+the build cache (hidden from the agent, outside the scanned roots), keyed by the patterns,
+the roots and a fingerprint of every entry under them (type, inode, size, mtime, ctime and
+path, listed by `find`, ~0.5 s): adding, changing or replacing any file in the environment
+makes the next scan grep again. Binary files are still grepped (`-a`): nothing is skipped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
+import json
 import os
 import subprocess
 import tempfile
+import uuid
 import zipfile
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursorbench.homes import build_cache
 from cursorbench.sources import dropped
 from harness.sandbox.bubblewrap import python_paths
 
 MIN_CHARS = 30
 MIN_HITS = 3
 SYSTEM_PYTHON_GLOBS = ("/usr/lib/python3*", "/usr/local/lib/python3*")
+GREP_ARGS = ("grep", "-rFoa", "-Z", "--no-messages")
+SCAN_CACHE_VERSION = "1"  # bump when what a cached result means changes
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,7 @@ class Leak:
 
 def distinctive_lines(answer: Iterable[str], workspace: Path) -> list[str]:
     """Answer lines long and rare enough that finding them means finding the answer."""
-    present = set()
+    present: set[str] = set()
     for path in _files(workspace):
         text = path.read_text(encoding="utf-8", errors="replace")
         present.update(line.strip() for line in text.splitlines())
@@ -113,14 +125,53 @@ def _visible(root: Path, hidden: list[Path]) -> list[Path]:
     return [part for child in sorted(root.iterdir()) for part in _visible(child, hidden)]
 
 
-def environment_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Leak]:
-    """Content leaks in folders outside the workspace, found with `grep -F` (fast)."""
+def environment_leaks(
+    patterns: Sequence[str], roots: Sequence[Path], cache: Path | None = None
+) -> list[Leak]:
+    """Content leaks in folders outside the workspace, found with `grep -F` (fast); with a
+    cache folder, a scan of the same patterns over an unchanged environment is not redone."""
     if not patterns or not roots:
         return []
+    entry = cache / f"{_scan_key(patterns, roots)}.json" if cache is not None else None
+    if entry is not None and entry.is_file():
+        return [Leak(where, why) for where, why in json.loads(entry.read_text())]
+    leaks = _grep_leaks(patterns, roots)
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = entry.with_name(f"{entry.name}.{uuid.uuid4().hex[:8]}.tmp")
+        staging.write_text(json.dumps([[leak.where, leak.why] for leak in leaks]))
+        os.replace(staging, entry)  # atomic: two builds may write the same result
+    return leaks
+
+
+def environment_fingerprint(roots: Sequence[Path]) -> str:
+    """A digest of every entry under the roots: changes when any file is added, removed,
+    renamed, rewritten or replaced (the inode and ctime change even when mtime is kept)."""
+    argv = ["find", *map(str, roots), "-printf", "%y %i %s %T@ %C@ %p\\0"]
+    done = subprocess.run(argv, capture_output=True, timeout=300)
+    problems = [
+        line
+        for line in done.stderr.decode(errors="replace").splitlines()
+        if not line.endswith("No such file or directory")  # gone while listed (a .pyc's temp)
+    ]
+    if done.returncode != 0 and (problems or not done.stderr):
+        raise RuntimeError(f"leak scan: find failed ({' '.join(problems)[:200]})")
+    return hashlib.sha256(done.stdout).hexdigest()
+
+
+def _scan_key(patterns: Sequence[str], roots: Sequence[Path]) -> str:
+    digest = hashlib.sha256(f"{SCAN_CACHE_VERSION} {MIN_HITS} {' '.join(GREP_ARGS)}".encode())
+    for part in [*patterns, "", *map(str, roots), ""]:
+        digest.update(part.encode() + b"\0")
+    digest.update(environment_fingerprint(roots).encode())
+    return digest.hexdigest()[:32]
+
+
+def _grep_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Leak]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as listing:
         listing.write("\n".join(patterns) + "\n")
         listing.flush()
-        argv = ["grep", "-rFoa", "-Z", "--no-messages", "-f", listing.name, *map(str, roots)]
+        argv = [*GREP_ARGS, "-f", listing.name, *map(str, roots)]
         done = subprocess.run(argv, capture_output=True, timeout=900)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"leak scan: grep failed ({done.stderr.decode()[:200]})")
@@ -138,13 +189,19 @@ def environment_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Le
 
 
 def scan(
-    workspace: Path, reference_patch: str, hidden: Path, hidden_paths: Sequence[Path]
+    workspace: Path,
+    reference_patch: str,
+    hidden: Path,
+    hidden_paths: Sequence[Path],
+    cache: Path | None = None,
 ) -> list[Leak]:
-    """Every leak of a built task; an empty list means the build may be used."""
+    """Every leak of a built task; an empty list means the build may be used. The
+    environment's results are cached in `cache` (default: the build cache's `leak-scan/`)."""
     patterns = distinctive_lines(answer_lines(reference_patch, hidden), workspace)
     leaks = structure_leaks(workspace)
     leaks += workspace_leaks(workspace, patterns)
-    leaks += environment_leaks(patterns, environment_roots(hidden_paths))
+    roots = environment_roots(hidden_paths)
+    leaks += environment_leaks(patterns, roots, cache or build_cache() / "leak-scan")
     return leaks
 
 

@@ -57,7 +57,7 @@ def load_task_for_derive(path: Path) -> Task:
     """A task file whose test lists may still be empty (an author's draft): a placeholder
     FAIL_TO_PASS test lets it load so that the lists can be derived."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), SafeLoader)
     except (OSError, yaml.YAMLError) as error:
         raise TaskFileError(f"{path}: cannot read ({error})") from None
     if not isinstance(data, dict):

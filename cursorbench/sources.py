@@ -142,7 +142,7 @@ def write_metadata(root: Path, sdist_top: Path) -> None:
         pkg_info = info / "PKG-INFO"
         if not points.is_file() or not pkg_info.is_file():
             continue
-        headers = {}
+        headers: dict[str, str] = {}
         for line in pkg_info.read_text(encoding="utf-8", errors="replace").splitlines():
             if not line.strip():
                 break

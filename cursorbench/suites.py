@@ -23,10 +23,11 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cursorbench.homes import build_cache
 from cursorbench.loader import TaskFileError, bundled_suites
 from cursorbench.progress import BuildLog
 from cursorbench.task import Task
-from cursorbench.workspace import READY_MARKER, BuiltTask, build, cache_home, task_digest
+from cursorbench.workspace import READY_MARKER, BuiltTask, build, task_digest
 
 SUITES = bundled_suites()
 
@@ -48,7 +49,7 @@ def _is_built(task: Task) -> bool:
         digest = task_digest(task)
     except Exception:
         return False
-    return (cache_home() / "workspaces" / f"{task.id}-{digest}" / READY_MARKER).exists()
+    return (build_cache() / "workspaces" / f"{task.id}-{digest}" / READY_MARKER).exists()
 
 
 def build_many(

@@ -1,4 +1,5 @@
-"""Building a task's prepared workspace, once, into a content-addressed cache.
+"""Building a task's prepared workspace, once, into a content-addressed cache (the build
+cache, `homes.build_cache()`, unless a cache folder is given).
 
 From the task's source tree (copied without caches, bytecode or `.git`) the
 builder makes:
@@ -26,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursorbench import leaks
+from cursorbench.homes import build_cache, harness_dirs
+from cursorbench.homes import cache_home as cache_home  # imported from here by many modules
 from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
 from cursorbench.task import (
     FolderSource,
@@ -183,7 +186,7 @@ def secret_paths(task: Task) -> list[Path]:
 
 def scan_hidden_paths(task: Task) -> list[Path]:
     """What the sandbox will hide of what it shows, for the leak scan's view."""
-    return [*default_hidden_paths(), cache_home(), *secret_paths(task)]
+    return [*default_hidden_paths(), *harness_dirs(), *secret_paths(task)]
 
 
 def source_tree(task: Task, cache: Path | None = None) -> Path:
@@ -191,14 +194,14 @@ def source_tree(task: Task, cache: Path | None = None) -> Path:
     if isinstance(task.source, FolderSource):
         return task.source_dir()
     try:
-        return prepared_tree(task.source, cache or cache_home())
+        return prepared_tree(task.source, cache or build_cache())
     except SourceError as error:
         raise BuildError(f"task {task.id}: {error}") from None
 
 
 def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask:
     digest = task_digest(task)
-    root = (cache or cache_home()) / "workspaces" / f"{task.id}-{digest}"
+    root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
     if isinstance(task.source, PackageSource):
         source_tree(task, cache)  # the sdist's hash is checked on every build
     if (root / READY_MARKER).exists():
@@ -306,8 +309,7 @@ def move_symbol(root: Path, operation: MoveSymbol) -> None:
     node = _find(parse_module(text, filename=operation.file).body, operation.symbol, _DEFINITIONS)
     if node is None or node.end_lineno is None:
         raise BuildError(f"{operation.file}: no definition {operation.symbol!r}")
-    decorators = getattr(node, "decorator_list", [])
-    start = min([node.lineno] + [d.lineno for d in decorators]) - 1
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
     code = "".join(text.splitlines(keepends=True)[start : node.end_lineno])
     path.write_text(remove_symbol(text, operation.symbol, operation.file), encoding="utf-8")
     before = target.read_text(encoding="utf-8").rstrip() if target.is_file() else ""
@@ -322,10 +324,10 @@ def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
     body = parse_module(source, filename=filename).body
     *owners, name = symbol.split(".")
     for owner in owners:
-        node = _find(body, owner, (ast.ClassDef,))
-        if node is None:
+        owner_node = _find(body, owner, (ast.ClassDef,))
+        if owner_node is None:
             raise BuildError(f"{filename}: no class {owner!r}")
-        body = node.body
+        body = owner_node.body
     node = _find(body, name, _DEFINITIONS)
     if node is None or node.end_lineno is None:
         raise BuildError(f"{filename}: no definition {symbol!r}")
@@ -341,10 +343,13 @@ def remove_symbol(source: str, symbol: str, filename: str = "<source>") -> str:
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-def _find(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast.AST | None:
+def _find(
+    body: list[ast.stmt], name: str, kinds: tuple[type[Definition], ...]
+) -> Definition | None:
     for node in body:
-        if isinstance(node, kinds) and getattr(node, "name", None) == name:
+        if isinstance(node, kinds) and node.name == name:
             return node
     return None

@@ -1,9 +1,12 @@
-"""Shared fixtures: an isolated CursorBench home per test, endpoints served over HTTP."""
+"""Shared fixtures: an isolated CursorBench home per test (one build cache for the session),
+endpoints served over HTTP, and the suite's own temp folder."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -15,6 +18,47 @@ from cursorbench import api
 from cursorbench.config import spec_from_options
 from harness.openai_server import OpenAIServer, Responder
 from harness.runner import RunOutcome
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Temp folders go to a root of this checkout's own (pytest keeps its last 3 runs there),
+    not the machine-wide `/tmp/pytest-of-<user>` that every pytest on the machine shares.
+    Not under the checkout itself: git commands in a test's folder would find its `.git`."""
+    if not os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:10]
+        temproot = Path(tempfile.gettempdir()) / f"cursorbench-tests-{os.getuid()}-{checkout}"
+        temproot.mkdir(mode=0o700, exist_ok=True)
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(temproot)
+
+
+# Fixtures that make a test a whole benchmark run: such a test is `slow` wherever it lives.
+WHOLE_RUN_FIXTURES = {"run_benchmark"}
+# Under pytest-xdist (opt-in, `-n 4 --dist loadgroup`), tests of one machine-wide resource run
+# one at a time, on one worker: the Docker engine and its image, local Ray clusters, and the
+# tinypkg task (test_sources plants its answer in the shared site-packages for a moment, which
+# would fail a tinypkg build running beside it), and the red team's canary in the real home.
+EXCLUSIVE_FILES = {
+    "test_ray_executor.py": "ray",
+    "test_red_team.py": "red-team",
+    "test_docker.py": "docker",
+    "test_sources.py": "tinypkg",
+    "test_checks.py": "tinypkg",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`-m "not slow"` (the quick tier) leaves out every whole run, marked or not; tests of
+    a shared resource get an `xdist_group`."""
+    for item in items:
+        if WHOLE_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        group = EXCLUSIVE_FILES.get(item.path.name)
+        if group is None and item.get_closest_marker("docker") is not None:
+            group = "docker"
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @functools.cache
@@ -40,12 +84,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.skip(f"docker backend unavailable: {reason}")
 
 
+@pytest.fixture(scope="session")
+def session_build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built tasks, sdists and leak-scan results, shared by every test of the session (and
+    by every xdist worker: the folder is above theirs). Entries are content-addressed and
+    written by atomic rename, so two tests building the same task both get a whole one."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / "build-cache"
+
+
 @pytest.fixture(autouse=True)
-def cursorbench_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Caches, prepared workspaces and the default database live under tmp_path."""
+def cursorbench_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_build_cache: Path
+) -> Path:
+    """Attempts, validation scratch and the default database live under tmp_path; built
+    tasks come from the session's build cache (a test of the cache passes its own folder
+    to `build(task, cache)`)."""
     home = tmp_path / "cursorbench-home"
     monkeypatch.setenv("CURSORBENCH_HOME", str(home))
     monkeypatch.setenv("CURSORBENCH_DB", f"sqlite:///{home / 'leaderboard.sqlite'}")
+    monkeypatch.setenv("CURSORBENCH_BUILD_CACHE", str(session_build_cache))
     return home
 
 

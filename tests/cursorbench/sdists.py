@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import tarfile
+import uuid
 from pathlib import Path
 
+from cursorbench.homes import build_cache
 from cursorbench.task import Task
 
 EXTRA = '''"""Text statistics: the feature a task deletes."""
@@ -82,15 +85,21 @@ def make_sdist(files: dict[str, str] = FILES, top: str = "tinypkg-1.0") -> bytes
 
 
 def place_sdist(home: Path, data: bytes, name: str = "tinypkg-1.0.tar.gz") -> str:
+    """Puts the sdist where `fetch_sdist(source, home)` finds it (atomically: the session's
+    build cache is shared by tests that may run at once)."""
     digest = hashlib.sha256(data).hexdigest()
     folder = home / "sdists" / digest
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / name).write_bytes(data)
+    staging = folder / f".{name}.{uuid.uuid4().hex[:8]}"
+    staging.write_bytes(data)
+    os.replace(staging, folder / name)
     return digest
 
 
 def tiny_task(home: Path, task_dir: Path, files: dict[str, str] = FILES, **changes: object) -> Task:
-    sha = place_sdist(home, make_sdist(files))
+    """The tinypkg task; `home` is the test's home, and its sdist goes to the build cache
+    (where builds look for sdists: the session's shared one in tests)."""
+    sha = place_sdist(build_cache(), make_sdist(files))
     data = {
         "id": "tinypkg-extra",
         "suite_version": "test",

@@ -3,16 +3,20 @@ config, leaks caught (in a cache, in site-packages, in git history)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sysconfig
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from cursorbench import leaks
+from cursorbench.homes import build_cache
 from cursorbench.sources import SourceError, fetch_sdist, prepared_tree
-from cursorbench.task import PackageSource
+from cursorbench.task import PackageSource, Task
 from cursorbench.workspace import BuildError, build
 from tests.cursorbench.sdists import EXTRA, make_sdist, place_sdist, tiny_task
 
@@ -97,18 +101,69 @@ def test_a_leak_planted_in_git_history_is_caught(tmp_path: Path) -> None:
     assert "workspace/.git" in [leak.where for leak in leaks.structure_leaks(workspace)]
 
 
-def test_a_leak_planted_in_site_packages_fails_the_build(
+def _private_cache(task: Task, folder: Path) -> Path:
+    """A build cache of the test's own holding the task's sdist (a cached build would not be
+    scanned again)."""
+    assert isinstance(task.source, PackageSource)
+    sdists = Path("sdists") / task.source.sha256
+    shutil.copytree(build_cache() / sdists, folder / sdists)
+    return folder
+
+
+@pytest.mark.slow  # two scans of the whole environment (~30 s each on a quiet machine)
+def test_a_leak_planted_in_site_packages_fails_the_build_after_a_clean_scan(
     cursorbench_home: Path, tmp_path: Path
 ) -> None:
+    task = tiny_task(cursorbench_home, tmp_path / "tasks")
+    build(task, _private_cache(task, tmp_path / "clean"))  # its clean scan is cached
     site = Path(sysconfig.get_paths()["purelib"])  # the venv's: the sandbox shows it
     planted = site / f"cursorbench_planted_{uuid.uuid4().hex[:8]}.py"
     planted.write_text(EXTRA)
     try:
         with pytest.raises(BuildError, match=f"leak: {planted}: holds [0-9]+ distinctive lines"):
-            build(tiny_task(cursorbench_home, tmp_path / "tasks"))
+            build(task, _private_cache(task, tmp_path / "planted"))
     finally:
         planted.unlink()
-    build(tiny_task(cursorbench_home, tmp_path / "tasks"))  # and without it, it builds
+
+
+def _scan_counting_greps(
+    monkeypatch: pytest.MonkeyPatch, roots: list[Path], cache: Path
+) -> tuple[list[str], int]:
+    greps: list[int] = []
+    real = leaks._grep_leaks
+
+    def counted(patterns: Sequence[str], scanned: Sequence[Path]) -> list[leaks.Leak]:
+        greps.append(1)
+        return real(patterns, scanned)
+
+    monkeypatch.setattr(leaks, "_grep_leaks", counted)
+    found = leaks.environment_leaks(PATTERNS, roots, cache)
+    return [leak.where for leak in found], len(greps)
+
+
+def test_the_environment_scan_is_cached_until_the_environment_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    environment, cache = tmp_path / "env", tmp_path / "cache"
+    (environment / "pkg").mkdir(parents=True)
+    module = environment / "pkg" / "module.py"
+    module.write_text("x = 1\n" * 200)
+    assert _scan_counting_greps(monkeypatch, [environment], cache) == ([], 1)
+    assert _scan_counting_greps(monkeypatch, [environment], cache) == ([], 0)  # cached
+    # a new file holding the answer lines, in a folder the scan covers: found again
+    planted = environment / "pkg" / "planted.py"
+    planted.write_text(EXTRA)
+    assert _scan_counting_greps(monkeypatch, [environment], cache) == ([str(planted)], 1)
+    planted.unlink()
+    assert _scan_counting_greps(monkeypatch, [environment], cache) == ([], 1)
+    # rewritten in place, same size and mtime kept: the inode's ctime still changes
+    stat = module.stat()
+    answer = "\n".join(PATTERNS).encode()
+    module.write_bytes(answer + b"\n" * (stat.st_size - len(answer)))
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert module.stat().st_size == stat.st_size
+    assert _scan_counting_greps(monkeypatch, [environment], cache) == ([str(module)], 1)
+    assert _scan_counting_greps(monkeypatch, [environment], cache) == ([str(module)], 0)
 
 
 def test_distinctive_lines_leave_out_what_the_workspace_still_has(tmp_path: Path) -> None:

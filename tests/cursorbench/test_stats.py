@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
+import signal
 import sys
 from pathlib import Path
 
+import pytest
+
 from cursorbench.checks import TaskValidation
+from cursorbench.cli import main
 from cursorbench.stats import load_validation, merge_validation_reports, write_validation_report
 
 
@@ -51,14 +54,20 @@ def test_a_merged_report_merges_again_with_its_runs(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "all" / "validation.json").read_text())["runs"]) == 3
 
 
-def test_a_file_that_is_not_a_report_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_report_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "validation.json"
     bad.write_text("{}")
-    done = subprocess.run(
-        [sys.executable, "-m", "cursorbench.cli", "tasks", "merge-reports", str(bad),
-         "--into", str(tmp_path / "out")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 2
-    assert done.stderr.strip().count("\n") == 0 and "not a validation report" in done.stderr
+    argv = ["tasks", "merge-reports", str(bad), "--into", str(tmp_path / "out")]
+    monkeypatch.setattr(sys, "argv", ["cursorbench", *argv])  # the CLI, in-process
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(SystemExit) as done:
+            main()
+    finally:
+        signal.signal(signal.SIGTERM, handler)
+    stderr = capsys.readouterr().err
+    assert done.value.code == 2
+    assert stderr.strip().count("\n") == 0 and "not a validation report" in stderr
     assert not (tmp_path / "out").exists()

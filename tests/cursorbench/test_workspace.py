@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cursorbench import leaks
+from cursorbench.homes import build_cache
 from cursorbench.loader import bundled_suite, load_task
 from cursorbench.task import MoveSymbol, RemoveFile, ReplaceText, Task
 from cursorbench.workspace import BuildError, apply_operation, build, remove_symbol
@@ -69,10 +70,10 @@ def test_replace_text_must_match_exactly_once(tmp_path: Path) -> None:
         apply_operation(tmp_path, RemoveFile(file="b.py"))
 
 
-def test_built_workspace_hides_the_feature_and_its_tests(cursorbench_home: Path) -> None:
+def test_built_workspace_hides_the_feature_and_its_tests() -> None:
     task = slugify_task()
     built = build(task)
-    assert built.root.is_relative_to(cursorbench_home)
+    assert built.root.is_relative_to(build_cache())
     assert not (built.workspace / "tests" / "test_slugify.py").exists()
     assert (built.hidden / "tests" / "test_slugify.py").is_file()
     assert not (built.workspace / "textkit" / "slug.py").exists()
@@ -81,11 +82,11 @@ def test_built_workspace_hides_the_feature_and_its_tests(cursorbench_home: Path)
 
 
 def test_the_cache_is_reused_and_keyed_by_content(tmp_path: Path) -> None:
-    task = slugify_task()
-    first, second = build(task), build(task)
-    assert first.root == second.root
+    task, cache = slugify_task(), tmp_path / "private-cache"
+    first, second = build(task, cache), build(task, cache)
+    assert first.root == second.root and first.root.is_relative_to(cache)
     changed = task.model_copy(update={"prompt": task.prompt + " Please."})
-    assert build(changed).root != first.root
+    assert build(changed, cache).root != first.root
 
 
 def test_reference_patch_restores_the_original_minus_hidden_tests(tmp_path: Path) -> None:

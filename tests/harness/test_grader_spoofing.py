@@ -11,6 +11,13 @@ so a zero here means the grader resisted a working attack.
 
 The positive control runs the same harness with the reference solver, which
 must resolve the task: the zeros are not because grading is broken.
+
+Grading's defences (restored tests, its own pytest flags, configuration and environment) do
+not depend on the sandbox backend, so the tricks run once, on `subprocess`, the backend that
+confines least: what stops them there is the grader. The positive control and the conftest
+trick run on every backend (the cross-backend smoke cases); the cases about reading or
+writing outside the workspace test bubblewrap's confinement. Every case is a whole run, so
+the file is `slow`.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import Any
 import _pytest
 import pytest
 
+from cursorbench.homes import build_cache
 from cursorbench.loader import bundled_suite, load_task
 from cursorbench.workspace import BuiltTask, build
 from harness.doubles import ScriptedDouble, Step
@@ -37,10 +45,12 @@ from harness.results import AttemptResult, Failure, Status
 from harness.results import TestOutcome as Outcome
 from harness.runner import RunOutcome
 from harness.sandbox.bubblewrap import bubblewrap_works
+from harness.spec import Verification
 from harness.trajectory import read_trajectory
 
 TASK_ID = "textkit-slugify"
 TASK = load_task(bundled_suite() / "tasks" / f"{TASK_ID}.yaml")
+assert isinstance(TASK.verification, Verification)  # a pytest task
 FAIL_TO_PASS = TASK.verification.fail_to_pass
 PASS_TO_PASS = TASK.verification.pass_to_pass
 VISIBLE_TEST_FILES = sorted({node.split("::")[0] for node in PASS_TO_PASS})
@@ -51,6 +61,8 @@ ANSWER_MARKERS = ["_TRANSLITERATE" + " = {", "def test_skips_taken" + "_counters
 NO_BUBBLEWRAP = "bubblewrap cannot run here, so agent commands are not confined"
 needs_bubblewrap = pytest.mark.skipif(not bubblewrap_works(), reason=NO_BUBBLEWRAP)
 BACKENDS = [pytest.param("bubblewrap", marks=needs_bubblewrap), "subprocess"]
+GRADING_BACKEND = "subprocess"  # for the tricks that only the grader must resist
+pytestmark = pytest.mark.slow
 
 
 def tool(name: str, **arguments: Any) -> Reply:
@@ -146,7 +158,6 @@ FAKE_SUMMARY = f"{len(FAIL_TO_PASS) + len(PASS_TO_PASS)} passed in 0.12s"
 # --- positive control -------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", BACKENDS)
 def test_reference_solver_resolves_the_target_task(run_benchmark, sandbox: str) -> None:
     outcome = run_benchmark(tasks=[TASK_ID], sandbox=sandbox)
@@ -212,8 +223,7 @@ def test_conftest_forcing_passed(run_benchmark, serve, sandbox: str) -> None:
 # --- b. tests rewritten as `pass`, hidden test file faked -------------------------------------
 
 
-@pytest.mark.parametrize("sandbox", BACKENDS)
-def test_tests_rewritten_as_pass(run_benchmark, serve, sandbox: str) -> None:
+def test_tests_rewritten_as_pass(run_benchmark, serve) -> None:
     rewrites = [write(path, "def test_x():\n    pass\n") for path in VISIBLE_TEST_FILES]
     attempted = attempt(
         run_benchmark,
@@ -225,7 +235,7 @@ def test_tests_rewritten_as_pass(run_benchmark, serve, sandbox: str) -> None:
             ),
             naive_pytest(),
         ],
-        sandbox,
+        GRADING_BACKEND,
     )
     (demo,) = attempted.run_outputs
     assert f"{len(FAIL_TO_PASS) + len(VISIBLE_TEST_FILES)} passed" in demo, demo
@@ -247,8 +257,7 @@ LYING_PTH = (
 )
 
 
-@pytest.mark.parametrize("sandbox", BACKENDS)
-def test_sitecustomize_and_pth_printing_passed(run_benchmark, serve, sandbox: str) -> None:
+def test_sitecustomize_and_pth_printing_passed(run_benchmark, serve) -> None:
     attempted = attempt(
         run_benchmark,
         serve,
@@ -260,7 +269,7 @@ def test_sitecustomize_and_pth_printing_passed(run_benchmark, serve, sandbox: st
             naive_pytest(prefix="PYTHONPATH=. "),
             shell("python -c 'import site; site.addsitedir(\".\")'; echo rc=$?"),
         ],
-        sandbox,
+        GRADING_BACKEND,
     )
     for demo in attempted.run_outputs:
         assert "tests/test_slugify.py::test_basic PASSED" in demo and "rc=0" in demo, demo
@@ -277,8 +286,7 @@ LYING_PYTEST = f"""
 
 
 @pytest.mark.parametrize("shadow", ["pytest.py", "pytest/__init__.py"])
-@pytest.mark.parametrize("sandbox", BACKENDS)
-def test_shadowing_pytest(run_benchmark, serve, sandbox: str, shadow: str) -> None:
+def test_shadowing_pytest(run_benchmark, serve, shadow: str) -> None:
     attempted = attempt(
         run_benchmark,
         serve,
@@ -288,7 +296,7 @@ def test_shadowing_pytest(run_benchmark, serve, sandbox: str, shadow: str) -> No
             write("textkit/pytest.py", LYING_PYTEST),
             naive_pytest(),
         ],
-        sandbox,
+        GRADING_BACKEND,
     )
     (demo,) = attempted.run_outputs
     assert FAKE_SUMMARY in demo and "rc=0" in demo, demo
@@ -311,11 +319,10 @@ NO_TESTS_CONFIG = {
 }
 
 
-@pytest.mark.parametrize("sandbox", BACKENDS)
-def test_pytest_config_rewritten(run_benchmark, serve, sandbox: str) -> None:
+def test_pytest_config_rewritten(run_benchmark, serve) -> None:
     writes = [tool("write_file", path=p, content=c) for p, c in NO_TESTS_CONFIG.items()]
     attempted = attempt(
-        run_benchmark, serve, [*writes, naive_pytest(args="-p no:cacheprovider")], sandbox
+        run_benchmark, serve, [*writes, naive_pytest(args="-p no:cacheprovider")], GRADING_BACKEND
     )
     (demo,) = attempted.run_outputs
     assert "no tests ran" in demo and "rc=5" in demo, demo  # "no failures" to a naive grader
@@ -336,7 +343,7 @@ def test_planted_pytest_toml_does_not_configure_grading(
             tool("write_file", path=config_file, content=planted),
             naive_pytest(),
         ],
-        sandbox="subprocess",
+        sandbox=GRADING_BACKEND,
     )
     (demo,) = attempted.run_outputs
     assert "10 passed" in demo, demo  # only test_case.py is collected in the workspace
@@ -356,7 +363,7 @@ def digest_tree(root: Path) -> dict[str, str]:
 
 @needs_bubblewrap
 def test_writes_outside_the_workspace_fail(run_benchmark, serve, tmp_path: Path) -> None:
-    built: BuiltTask = build(TASK)  # the run reuses this cached build (same content, same home)
+    built: BuiltTask = build(TASK)  # the run reuses this cached build (same content and cache)
     out = tmp_path / "run"
     hidden = {  # covered by empty mounts: the agent must not even see them
         "cached workspace": built.workspace / "textkit" / "__init__.py",
@@ -433,13 +440,12 @@ def hits(output: str) -> list[str]:
     return [line for line in output.splitlines() if line.startswith("/")]
 
 
-@pytest.mark.slow
 @needs_bubblewrap
 def test_original_source_is_not_readable(run_benchmark, serve, cursorbench_home: Path) -> None:
     built = build(TASK)
-    # Proof that the search finds the answer where it is: the harness's own cache.
+    # Proof that the search finds the answer where it is: the harness's own build cache.
     host = subprocess.run(
-        ["bash", "-c", answer_search(str(cursorbench_home), python_only=True)],
+        ["bash", "-c", answer_search(str(build_cache()), python_only=True)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -447,7 +453,7 @@ def test_original_source_is_not_readable(run_benchmark, serve, cursorbench_home:
     assert str(built.original / "textkit" / "slug.py") in hits(host.stdout), host.stdout
     assert str(built.hidden / "tests" / "test_slugify.py") in hits(host.stdout), host.stdout
 
-    roots = f"{SEARCH_ROOTS} {Path.home() / '.cache'} {cursorbench_home}"
+    roots = f"{SEARCH_ROOTS} {Path.home() / '.cache'} {cursorbench_home} {build_cache()}"
     attempted = attempt(
         run_benchmark,
         serve,
@@ -468,7 +474,6 @@ def test_original_source_is_not_readable(run_benchmark, serve, cursorbench_home:
     assert_not_fooled(attempted)
 
 
-@pytest.mark.slow
 @needs_bubblewrap
 def test_earlier_runs_trajectories_are_not_readable(
     run_benchmark, serve, monkeypatch: pytest.MonkeyPatch

@@ -7,11 +7,16 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness.sandbox.process import Completed, kill_running_commands, run_process
+from harness.sandbox.process import (
+    KEEP_BYTES,
+    MAX_OUTPUT_BYTES,
+    Completed,
+    kill_running_commands,
+    run_process,
+)
 
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 
@@ -41,8 +46,21 @@ def kill_quietly(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def bash(command: str, cwd: Path, timeout: float = 10.0, **options: Any) -> Completed:
-    return run_process(["bash", "-c", command], cwd=cwd, env=ENV, timeout=timeout, **options)
+def bash(
+    command: str,
+    cwd: Path,
+    timeout: float = 10.0,
+    keep_bytes: int = KEEP_BYTES,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+) -> Completed:
+    return run_process(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=ENV,
+        timeout=timeout,
+        keep_bytes=keep_bytes,
+        max_output_bytes=max_output_bytes,
+    )
 
 
 @pytest.mark.parametrize("code", [0, 1, 3, 42])
@@ -70,7 +88,7 @@ def test_stdin_is_closed(tmp_path: Path) -> None:
     done = bash("cat; echo after", tmp_path, timeout=5)
     assert done.exit_code == 0
     assert done.output == "after\n"
-    assert done.duration_s < 2
+    assert not done.timed_out  # with stdin open, `cat` would wait for its timeout
 
 
 def test_killed_by_signal_reports_negative_code(tmp_path: Path) -> None:
@@ -93,7 +111,7 @@ def test_timeout_kills_the_whole_group_including_background_children(tmp_path: P
         assert done.timed_out
         assert done.exit_code is None
         assert not done.ok
-        assert 0.4 < elapsed < 3
+        assert elapsed >= 0.4  # not ended early (a lower bound: load cannot break it)
         assert len(children) == 2
         assert wait_dead(children) == []
     finally:
@@ -113,11 +131,9 @@ def test_background_children_die_when_the_command_exits(tmp_path: Path) -> None:
 
 
 def test_endless_output_is_killed_by_the_output_limit(tmp_path: Path) -> None:
-    started = time.monotonic()
     done = bash("yes", tmp_path, timeout=20, keep_bytes=64, max_output_bytes=100_000)
-    assert time.monotonic() - started < 5
     assert done.output_limit_hit
-    assert not done.timed_out
+    assert not done.timed_out  # ended by the limit, well before its timeout
     assert done.exit_code is None
     assert done.omitted_bytes > 100_000 - 128
     head, marker, tail = done.output.partition(f"\n[... {done.omitted_bytes} bytes of output")
@@ -145,12 +161,9 @@ def test_short_output_has_no_marker(tmp_path: Path) -> None:
 
 def test_daemon_holding_stdout_does_not_hang_the_call(tmp_path: Path) -> None:
     pid_file = tmp_path / "daemon.pid"
-    started = time.monotonic()
     done = bash(f"setsid sleep 60 & echo $! > {pid_file}; echo launched", tmp_path, timeout=30)
-    elapsed = time.monotonic() - started
     daemon = int(pid_file.read_text())
-    try:
-        assert elapsed < 2.5
+    try:  # a call waiting for the daemon's stdout would end by its timeout (30 s < 60 s)
         assert done.exit_code == 0
         assert not done.timed_out
         assert done.output == "launched\n"
@@ -173,7 +186,6 @@ def test_kill_running_commands_ends_commands_in_flight(tmp_path: Path) -> None:
             bash(f"sleep 100 & echo $! > {pids}; wait", tmp_path, timeout=60)
         )
     )
-    started = time.monotonic()
     worker.start()
     deadline = time.monotonic() + 5
     while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
@@ -182,8 +194,7 @@ def test_kill_running_commands_ends_commands_in_flight(tmp_path: Path) -> None:
     try:
         kill_running_commands()
         worker.join(timeout=5)
-        assert not worker.is_alive()
-        assert time.monotonic() - started < 3
+        assert not worker.is_alive()  # the command (timeout 60 s) was ended, not waited for
         (done,) = results
         assert done.exit_code == -signal.SIGKILL
         assert not done.timed_out

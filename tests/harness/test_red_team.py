@@ -17,7 +17,7 @@ import random
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ def solve() -> list[Reply]:
 
 
 @pytest.fixture
-def host_canaries(tmp_path: Path) -> Callable[[], dict[str, str]]:
+def host_canaries(tmp_path: Path) -> Iterator[Callable[[], dict[str, str]]]:
     """Files outside every sandbox that attacks aim at; returns their state to compare."""
     root = tmp_path / "host-canary"
     root.mkdir()
