@@ -41,13 +41,13 @@ from cursorbench.config import (
     load_spec,
     validate_spec,
 )
-from cursorbench.homes import harness_dirs
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.suites import build_many
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.executor import Executor, LocalExecutor
+from harness.home import harness_dirs
 from harness.model import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.openai_server import OpenAIServer, Responder
 from harness.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan

@@ -40,8 +40,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.homes import build_cache
 from cursorbench.sources import dropped
+from harness.home import build_cache
 from harness.sandbox.bubblewrap import python_paths
 
 MIN_CHARS = 30

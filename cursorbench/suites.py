@@ -23,11 +23,11 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cursorbench.homes import build_cache
 from cursorbench.loader import TaskFileError, bundled_suites
 from cursorbench.progress import BuildLog
 from cursorbench.task import Task
 from cursorbench.workspace import READY_MARKER, BuiltTask, build, task_digest
+from harness.home import build_cache
 
 SUITES = bundled_suites()
 

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cursorbench import leaks
-from cursorbench.homes import build_cache, harness_dirs
-from cursorbench.homes import cache_home as cache_home  # imported from here by many modules
 from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
 from cursorbench.task import (
     FolderSource,
@@ -41,7 +39,8 @@ from cursorbench.task import (
     Task,
 )
 from harness.errors import CursorBenchError
-from harness.home import cache_home as cache_home  # re-exported: the suite keeps its cache there
+from harness.home import build_cache, harness_dirs
+from harness.home import cache_home as cache_home  # imported from here by many modules
 from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.bubblewrap import default_hidden_paths

@@ -11,8 +11,8 @@ import tarfile
 import uuid
 from pathlib import Path
 
-from cursorbench.homes import build_cache
 from cursorbench.task import Task
+from harness.home import build_cache
 
 EXTRA = '''"""Text statistics: the feature a task deletes."""
 

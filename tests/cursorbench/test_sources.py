@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from cursorbench import leaks
-from cursorbench.homes import build_cache
 from cursorbench.sources import SourceError, fetch_sdist, prepared_tree
 from cursorbench.task import PackageSource, Task
 from cursorbench.workspace import BuildError, build
+from harness.home import build_cache
 from tests.cursorbench.sdists import EXTRA, make_sdist, place_sdist, tiny_task
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from cursorbench import leaks
-from cursorbench.homes import build_cache
 from cursorbench.loader import bundled_suite, load_task
 from cursorbench.task import MoveSymbol, RemoveFile, ReplaceText, Task
 from cursorbench.workspace import BuildError, apply_operation, build, remove_symbol
 from harness.grading import protected_files
+from harness.home import build_cache
 
 SOURCE = """import os
 

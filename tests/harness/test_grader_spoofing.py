@@ -36,10 +36,10 @@ from typing import Any
 import _pytest
 import pytest
 
-from cursorbench.homes import build_cache
 from cursorbench.loader import bundled_suite, load_task
 from cursorbench.workspace import BuiltTask, build
 from harness.doubles import ScriptedDouble, Step
+from harness.home import build_cache
 from harness.openai_server import Reply
 from harness.results import AttemptResult, Failure, Status
 from harness.results import TestOutcome as Outcome
