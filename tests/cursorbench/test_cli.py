@@ -60,6 +60,7 @@ def test_reference_solver_resolves_every_bundled_task(tmp_path: Path) -> None:
     assert len(db_rows(db)) == summary["attempts"]
 
 
+@pytest.mark.slow
 def test_an_endpoint_that_only_says_done_scores_zero(tmp_path: Path, serve) -> None:
     url = serve(DoneOnlyDouble())
     out = tmp_path / "run"
@@ -73,6 +74,7 @@ def test_an_endpoint_that_only_says_done_scores_zero(tmp_path: Path, serve) -> N
     assert summary["failures"] == {"empty_diff": 4}
 
 
+@pytest.mark.slow
 def test_an_endpoint_answering_500_ends_in_errors_not_failures(tmp_path: Path, serve) -> None:
     url = serve(FailingDouble(500, lists_models=True))  # passes the check, then fails
     out = tmp_path / "run"
@@ -99,6 +101,7 @@ def free_port_url() -> str:
         return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("responder", "model", "message"),
     [
@@ -142,6 +145,7 @@ class HangingDouble:
         return Reply(content="too late")
 
 
+@pytest.mark.slow
 def test_a_hung_endpoint_ends_attempts_as_model_api_errors_quickly(tmp_path: Path, serve) -> None:
     out = tmp_path / "run"
     done = cursorbench(
@@ -156,6 +160,7 @@ def test_a_hung_endpoint_ends_attempts_as_model_api_errors_quickly(tmp_path: Pat
     assert line["usage"]["retries"] == 1
 
 
+@pytest.mark.slow
 def test_rerunning_resumes_without_repeating(tmp_path: Path, serve) -> None:
     url = serve(DoneOnlyDouble())
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
@@ -170,6 +175,7 @@ def test_rerunning_resumes_without_repeating(tmp_path: Path, serve) -> None:
     assert "textkit-slugify" in again.stdout
 
 
+@pytest.mark.slow
 def test_resuming_with_another_configuration_is_refused(tmp_path: Path, serve) -> None:
     url = serve(DoneOnlyDouble())
     out = tmp_path / "run"
@@ -313,6 +319,7 @@ def test_a_malformed_task_file_names_the_file_and_field(tmp_path: Path) -> None:
     assert done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_show_prints_a_finished_run(tmp_path: Path, serve) -> None:
     url = serve(DoneOnlyDouble())
     out = tmp_path / "run"
@@ -325,6 +332,7 @@ def test_show_prints_a_finished_run(tmp_path: Path, serve) -> None:
     assert missing.returncode == 2 and "not a run folder" in missing.stderr
 
 
+@pytest.mark.slow
 def test_show_says_a_run_cut_short_is_partial(tmp_path: Path, serve) -> None:
     out = tmp_path / "run"
     args = ["--base-url", serve(DoneOnlyDouble()), "--model", "done-only-double",
@@ -339,6 +347,7 @@ def test_show_says_a_run_cut_short_is_partial(tmp_path: Path, serve) -> None:
     assert "0/4 planned (0%)" in shown.stdout  # the table's footer
 
 
+@pytest.mark.slow
 def test_estimated_token_counts_are_marked(tmp_path: Path, serve) -> None:
     out = tmp_path / "run"
     double = ScriptedDouble([Reply(content="done", report_usage=False)])
@@ -408,6 +417,7 @@ def test_tasks_validate_reports_every_bad_file_then_checks_the_good_ones(tmp_pat
     assert "Traceback" not in checked.stderr
 
 
+@pytest.mark.slow
 def test_a_run_folder_in_use_is_refused(tmp_path: Path, serve) -> None:
     from harness.rundir import RunDir
 
@@ -442,6 +452,7 @@ class Recovering:
         return (FailingDouble(503) if self.down else DoneOnlyDouble()).respond(request)
 
 
+@pytest.mark.slow
 def test_retry_errors_reruns_only_the_errored_attempts(tmp_path: Path, serve) -> None:
     endpoint = Recovering()
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
@@ -477,6 +488,7 @@ class RateLimitedOnce:
         return DoneOnlyDouble().respond(request)
 
 
+@pytest.mark.slow
 def test_a_run_in_a_log_prints_a_line_per_attempt_and_each_retry(tmp_path: Path, serve) -> None:
     out = tmp_path / "run"
     args = ["run", "--base-url", serve(RateLimitedOnce()), "--model", "rate-limited-double",
@@ -498,6 +510,7 @@ def test_a_run_in_a_log_prints_a_line_per_attempt_and_each_retry(tmp_path: Path,
     assert "run already complete: 2 of 2 attempts" in again.stderr
 
 
+@pytest.mark.slow
 def test_a_config_file_with_flags_over_it(tmp_path: Path, serve) -> None:
     config = tmp_path / "run.yaml"
     config.write_text(
@@ -563,6 +576,7 @@ def test_run_help_shows_a_flag_for_every_run_spec_flag() -> None:
     assert "  --config " in shown.stdout and "  --suite " in shown.stdout
 
 
+@pytest.mark.slow
 def test_a_replay_rescored_offline_from_the_command_line(tmp_path: Path) -> None:
     recorded, replayed = tmp_path / "recorded", tmp_path / "replayed"
     db = f"sqlite:///{tmp_path / 'lb.sqlite'}"

@@ -172,6 +172,7 @@ class ListStore:
         pass
 
 
+@pytest.mark.slow
 def test_the_library_call_takes_plain_data_and_an_injected_store(tmp_path: Path, serve) -> None:
     from harness.store import ResultStore
     from leaderboard import SqlStore

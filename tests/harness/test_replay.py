@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cursorbench import api
 from harness.doubles import ScriptedDouble
 from harness.openai_server import Reply
@@ -47,6 +49,7 @@ def replay(tmp_path: Path, name: str = "replayed") -> RunOutcome:
     return api.run(config)
 
 
+@pytest.mark.slow
 def test_a_replay_gives_the_recorded_outcomes(tmp_path: Path, serve) -> None:
     recorded = record(tmp_path, serve)
     assert all(result.resolved for result in recorded.results)
@@ -56,6 +59,7 @@ def test_a_replay_gives_the_recorded_outcomes(tmp_path: Path, serve) -> None:
     assert replayed.run.config["epochs"] == 2  # the recording's tasks and epochs by default
 
 
+@pytest.mark.slow
 def test_a_replay_of_a_failing_agent_fails_the_same_way(tmp_path: Path, serve) -> None:
     script = ScriptedDouble([
         Reply(tool_calls=[("write_file", {"path": "textkit/slug.py", "content": "x = 1\n"})]),
@@ -66,6 +70,7 @@ def test_a_replay_of_a_failing_agent_fails_the_same_way(tmp_path: Path, serve) -
     assert outcomes(replay(tmp_path)) == outcomes(recorded)
 
 
+@pytest.mark.slow
 def test_a_replay_that_diverges_says_where(tmp_path: Path, serve) -> None:
     record(tmp_path, serve)
     path = tmp_path / "recorded" / "trajectories" / f"{TASK}__1.jsonl"

@@ -320,6 +320,7 @@ def _open_and_write(url: str, connect_args: dict[str, Any] | None, start: Any, k
         store.close()
 
 
+@pytest.mark.slow
 def test_processes_opening_a_new_database_at_once(db: Any) -> None:
     context = multiprocessing.get_context("spawn")
     start = context.Barrier(4)

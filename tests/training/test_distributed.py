@@ -168,6 +168,7 @@ def muon_paths(config: DistributedRunConfig, world_size: int) -> dict[str, list[
     return paths
 
 
+@pytest.mark.slow
 def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
     paths = muon_paths(load_run_config(CONFIG), world_size=2)
     assert any(name.endswith("ffn.w1") for name in paths["local"])  # experts split 2 + 1

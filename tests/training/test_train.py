@@ -130,6 +130,7 @@ def _cli(stage: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_stage_killed_mid_run_resumes_to_the_uninterrupted_result(
     corpus: dict[str, Any], pretrained: Path, tmp_path: Path
 ) -> None:
