@@ -295,17 +295,19 @@ def tasks_list(tasks: TasksOption = None, suite: SuiteOption = None) -> None:
     are reported on stderr, one line each, and the exit status is then 2."""
     from rich.table import Table
 
+    from harness.kinds.registry import kind_of
+
     found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
     for task in found:
-        check = task.verification
+        counts = kind_of(task.verification).test_counts(task.verification)
         table.add_row(
             task.id,
             task.category.value,
             task.suite_version,
             str(len(task.prompt)),
-            str(len(getattr(check, "fail_to_pass", []))),  # mutants/answer tasks list none
-            str(len(getattr(check, "pass_to_pass", []))),
+            str(counts.fail_to_pass),  # mutants/answer tasks list none
+            str(counts.pass_to_pass),
         )
     console.print(table)
     _print_problems(problems)
@@ -450,6 +452,8 @@ def tasks_stats(
 ) -> None:
     """The suite's figures against the published ones: tasks, packages, categories, changed
     lines, prompt length, FAIL_TO_PASS/PASS_TO_PASS, coverage of removed lines, runtime."""
+    from harness.kinds.registry import kind_of
+
     found = tasks_from_options(suite_options(suite, tasks))
     folders = {task.path.parent.parent for task in found if task.path is not None}
     validation = {k: v for folder in folders for k, v in load_validation(folder).items()}
@@ -458,6 +462,7 @@ def tasks_stats(
         task, record = built.task, validation.get(built.task.id)
         source = task.source
         package = source.name if isinstance(source, PackageSource) else Path(source.path).name
+        counts = kind_of(task.verification).test_counts(task.verification)
         rows.append(
             TaskRow(
                 id=task.id,
@@ -465,8 +470,8 @@ def tasks_stats(
                 category=task.category.value,
                 changed_lines=reference_changed_lines(built),
                 prompt_chars=len(task.prompt),
-                fail_to_pass=len(getattr(task.verification, "fail_to_pass", [])),
-                pass_to_pass=len(getattr(task.verification, "pass_to_pass", [])),
+                fail_to_pass=counts.fail_to_pass,
+                pass_to_pass=counts.pass_to_pass,
                 coverage=record.coverage if record else None,
                 test_runtime_s=record.test_runtime_s if record else None,
                 validated=record.valid if record else None,

@@ -15,7 +15,7 @@ from cursorbench.loader import bundled_suite
 from cursorbench.task import Task
 from cursorbench.workspace import build
 from harness.grading import grade
-from harness.mutants import (
+from harness.kinds.mutants import (
     EQUIVALENT,
     ORIGINAL,
     agent_change,
