@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.kinds.base import Files, Frozen, KindExample, ListedCounts, VerificationKind
+from harness.kinds.base import Files, Frozen, KindExample, KindSpec, ListedCounts, VerificationKind
 from harness.kinds.behaviour import CONTRACT_GRADER, BehaviourCheck, BehaviourVerification
 from harness.kinds.pytest_kind import PytestKind, Verification
 
@@ -37,11 +37,15 @@ class BothVerification(Frozen):
         return self.pytest.protected_paths
 
 
-def with_behaviour_checks(verification: Any, graders: list[str]) -> Any:
+def with_behaviour_checks(verification: Any, graders: list[str]) -> KindSpec:
     """A verification plus behaviour checks by grader name (`Task.behaviour_checks`); the
     task file's kind must take them (`takes_behaviour_checks`, checked at load)."""
     if not graders:
-        return verification
+        return verification  # type: ignore[no-any-return]
+    from harness.kinds.registry import kind_of  # the registry imports this module
+
+    if not kind_of(verification).takes_behaviour_checks:
+        raise ValueError(f"a {verification.kind} verification takes no behaviour checks")
     checks = [BehaviourCheck(grader=name) for name in graders]
     return BothVerification(pytest=verification, behaviour=BehaviourVerification(checks=checks))
 

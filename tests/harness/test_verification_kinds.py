@@ -44,7 +44,7 @@ def test_bad_kinds_are_refused() -> None:
 
 
 def test_task_behaviour_checks_add_scores_next_to_tests() -> None:
-    tests = Verification(**TESTS)
+    tests = Verification(fail_to_pass=TESTS["fail_to_pass"])
     assert with_behaviour_checks(tests, []) is tests
     both = with_behaviour_checks(tests, ["code_quality"])
     assert isinstance(both, BothVerification)
