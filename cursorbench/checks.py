@@ -271,6 +271,7 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
     with tempfile.TemporaryDirectory(dir=root) as folder:
         scratch = Path(folder)
         problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
+        problems += kind.workspace_problems(task.verification, built.workspace)
         derived = derive_tests(built, sandboxes, scratch)
         problems += derived.problems
         problems += _spec_problems(built, derived)

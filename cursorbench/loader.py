@@ -11,9 +11,10 @@ from pydantic import ValidationError
 
 from cursorbench.task import Task
 from harness.errors import CursorBenchError
+from harness.kinds.registry import task_file_kinds
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
-VERIFICATION_TAGS = ("pytest", "docs", "mutants", "answer")
+VERIFICATION_TAGS = tuple(task_file_kinds())  # the union's tags, as pydantic names them
 
 
 class TaskFileError(CursorBenchError, ValueError):

@@ -41,7 +41,7 @@ def with_behaviour_checks(verification: Any, graders: list[str]) -> KindSpec:
     """A verification plus behaviour checks by grader name (`Task.behaviour_checks`); the
     task file's kind must take them (`takes_behaviour_checks`, checked at load)."""
     if not graders:
-        return verification  # type: ignore[no-any-return]
+        return verification
     from harness.kinds.registry import kind_of  # the registry imports this module
 
     if not kind_of(verification).takes_behaviour_checks:

@@ -6,7 +6,7 @@
 2. Each variant of the code runs the agent's tests in a fresh sandbox, the variant's
    files laid over the prepared workspace as trusted content, the change applied
    inside, pytest run read-only with its JUnit report through the pipe (the grading
-   run of `harness/grading.py`):
+   run of `harness/kinds/testrun.py`):
    - `original`: the workspace's code; every test must pass, at least `min_tests`;
    - `equivalent`: the mutated files rewritten without changing behaviour (the AST
      printed back, each function given an unused local), so tests that fingerprint
