@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import difflib
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from cursorbench.workspace import BuiltTask
@@ -127,7 +128,7 @@ def stub_tree(built: BuiltTask) -> dict[str, str | None]:
     return stubbed
 
 
-def patch_for(workspace: Path, changes: dict[str, str | None], scratch: Path) -> str:
+def patch_for(workspace: Path, changes: Mapping[str, str | None], scratch: Path) -> str:
     """The git patch that turns `workspace` into `workspace` with `changes` written."""
     shutil.rmtree(scratch, ignore_errors=True)
     tree = scratch / "tree"
