@@ -17,13 +17,13 @@ from __future__ import annotations
 import ast
 import difflib
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from cursorbench.workspace import BuiltTask
-from harness import answers
+from harness.kinds.registry import kind_of
 from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
-from harness.spec import AnswerVerification
 
 
 def changed_lines(patch: str) -> int:
@@ -84,35 +84,40 @@ def stub_source(text: str, lines: set[int]) -> str:
     return "".join(source)
 
 
+def _own_reference(built: BuiltTask) -> dict[str, str | None] | None:
+    """The files the task's kind makes its reference from (an answer task's answer file),
+    or None when the reference is the reverse of the mutation."""
+    check = built.task.verification
+    return kind_of(check).reference_files(check, built.workspace)
+
+
 def reference_tree(built: BuiltTask) -> dict[str, str | None]:
     """Files the reference solution writes (None: deletes), relative to the workspace."""
-    check = built.task.verification
-    if isinstance(check, AnswerVerification):
-        return {check.answer_file: answers.reference_answer(check, built.workspace)}
-    return built.solution_tree()
+    own = _own_reference(built)
+    return built.solution_tree() if own is None else own
 
 
 def reference_patch(built: BuiltTask, scratch: Path) -> str:
-    if isinstance(built.task.verification, AnswerVerification):
-        return patch_for(built.workspace, reference_tree(built), scratch)
-    return built.reference_patch
+    own = _own_reference(built)
+    return built.reference_patch if own is None else patch_for(built.workspace, own, scratch)
 
 
 def reference_changed_lines(built: BuiltTask) -> int:
     """The size of the reference solution: for an answer task its answer file (the reverse
     of its mutation is not what the agent writes)."""
-    check = built.task.verification
-    if isinstance(check, AnswerVerification):
-        return len(answers.reference_answer(check, built.workspace).splitlines())
-    return changed_lines(built.reference_patch)
+    own = _own_reference(built)
+    if own is None:
+        return changed_lines(built.reference_patch)
+    return sum(len(text.splitlines()) for text in own.values() if text is not None)
 
 
 def stub_tree(built: BuiltTask) -> dict[str, str | None]:
     """The reference's files, stubbed: the same shape as `BuiltTask.solution_tree()`. For an
-    answer task: the answer file with every key and no knowledge."""
+    answer task: the answer file with every key and no knowledge (the kind's own stub)."""
     check = built.task.verification
-    if isinstance(check, AnswerVerification):
-        return {check.answer_file: answers.stub_answer(check)}
+    own = kind_of(check).stub_files(check)
+    if own is not None:
+        return own
     removed = removed_lines(built)
     stubbed: dict[str, str | None] = {}
     for path, text in built.solution_tree().items():
@@ -123,7 +128,7 @@ def stub_tree(built: BuiltTask) -> dict[str, str | None]:
     return stubbed
 
 
-def patch_for(workspace: Path, changes: dict[str, str | None], scratch: Path) -> str:
+def patch_for(workspace: Path, changes: Mapping[str, str | None], scratch: Path) -> str:
     """The git patch that turns `workspace` into `workspace` with `changes` written."""
     shutil.rmtree(scratch, ignore_errors=True)
     tree = scratch / "tree"

@@ -48,12 +48,12 @@ from cursorbench.workspace import (
     scan_hidden_paths,
     tree_digest,
 )
-from harness import answers
 from harness.grading import PYTEST_ENV, grade, pytest_config
+from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
-from harness.spec import AnswerVerification, DocsVerification, MutantsVerification
+from harness.spec import Verification
 
 PRISTINE_RUNS = 3
 MIN_FAIL_TO_PASS = 5
@@ -101,6 +101,15 @@ class Derived(BaseModel):
     runtime_s: float
 
 
+def listed_tests(built: BuiltTask) -> Verification:
+    """The task's pytest run with FAIL_TO_PASS/PASS_TO_PASS lists (steps 1, 2 and 4)."""
+    check = built.task.verification
+    tests = kind_of(check).listed_tests(check)
+    if tests is None:
+        raise ValueError(f"task {built.task.id}: a {check.kind} task lists no tests")
+    return tests
+
+
 def package_label(built: BuiltTask) -> str:
     source = built.task.source
     if isinstance(source, PackageSource):
@@ -143,13 +152,14 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
     """The original tree's runs, cached per source and test arguments (tasks of one
     package share them)."""
     task = built.task
+    test_args = listed_tests(built).test_args
     key = hashlib.sha256(
         json.dumps(
             [
                 BUILDER_VERSION,
                 PRISTINE_RUNS,
                 tree_digest(built.original),
-                task.verification.test_args,
+                test_args,
             ]
         ).encode()
     ).hexdigest()[:24]
@@ -169,7 +179,7 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
             sandboxes,
             built.original,
             scratch / "pristine",
-            task.verification.test_args,
+            test_args,
             task.limits.test_timeout_s,
         )
         for _ in range(PRISTINE_RUNS)
@@ -190,8 +200,10 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
 
 def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Derived:
     task = built.task
-    if isinstance(task.verification, MutantsVerification | AnswerVerification):
-        kind = task.verification.kind
+    check = task.verification
+    tests = kind_of(check).listed_tests(check)
+    if tests is None:
+        kind = check.kind
         return Derived(
             fail_to_pass=[], pass_to_pass=[], spilled=[], stable=0, runtime_s=0.0,
             problems=[f"a {kind} task lists no FAIL_TO_PASS tests: nothing to derive"],
@@ -212,16 +224,14 @@ def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> 
         if all(run.outcomes.get(test) is TestOutcome.PASSED for run in runs)
     )
     broken = run_suite(
-        sandboxes, built.workspace, scratch / "broken", task.verification.test_args,
+        sandboxes, built.workspace, scratch / "broken", tests.test_args,
         task.limits.test_timeout_s, overlay=built.hidden,
     )  # fmt: skip
     if broken.timed_out:
         problems.append("the broken tree's tests ran past the time limit")
     failing = [t for t in stable if broken.outcomes.get(t) is not TestOutcome.PASSED]
     passing = [t for t in stable if broken.outcomes.get(t) is TestOutcome.PASSED]
-    hidden = set(task.verification.hidden_tests)
-    if isinstance(task.verification, DocsVerification):  # its doctests fail by design
-        hidden.add(task.verification.documented_file)
+    hidden = kind_of(check).failing_by_design(check)  # e.g. a docs task's doctests
     spilled = [t for t in failing if t.split("::")[0] not in hidden]
     visible_stable = [t for t in stable if t.split("::")[0] not in hidden]
     if len(failing) < MIN_FAIL_TO_PASS:
@@ -250,7 +260,8 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
     sandboxes = backend_for(built, backend)
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
-    if isinstance(task.verification, MutantsVerification | AnswerVerification):
+    kind = kind_of(task.verification)
+    if kind.listed_tests(task.verification) is None:
         with tempfile.TemporaryDirectory(dir=root) as folder:
             problems = _leak_problems(built)
             problems += graded_only_problems(built, sandboxes, Path(folder), record)
@@ -260,19 +271,19 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
     with tempfile.TemporaryDirectory(dir=root) as folder:
         scratch = Path(folder)
         problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
+        problems += kind.workspace_problems(task.verification, built.workspace)
         derived = derive_tests(built, sandboxes, scratch)
         problems += derived.problems
         problems += _spec_problems(built, derived)
         record.stable_tests, record.spilled = derived.stable, len(derived.spilled)
-        record.fail_to_pass = len(task.verification.fail_to_pass)
-        record.pass_to_pass = len(task.verification.pass_to_pass)
+        record.fail_to_pass, record.pass_to_pass = kind.test_counts(task.verification)
         record.test_runtime_s = round(derived.runtime_s, 2)
         problems += _grading_problems(built, sandboxes, scratch, record)
         record.coverage = coverage_share(built, sandboxes, scratch)
         if record.coverage is None and not _python_lines_removed(built):
             pass  # the answer is configuration only (a devops task): nothing to cover
         elif record.coverage is None:
-            if not isinstance(task.verification, DocsVerification):  # docstrings: no statements
+            if kind.needs_coverage(task.verification):  # not docs: docstrings are no statements
                 problems.append("coverage of the removed lines could not be measured")
         elif record.coverage < MIN_COVERAGE:
             problems.append(f"the hidden tests execute only {record.coverage:.0%} of removed lines")
@@ -283,7 +294,7 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
 
 
 def _spec_problems(built: BuiltTask, derived: Derived) -> list[str]:
-    check = built.task.verification
+    check = listed_tests(built)
     problems = []
     fail, passing = set(derived.fail_to_pass), set(derived.pass_to_pass)
     wrong_f2p = [t for t in check.fail_to_pass if t not in fail]
@@ -313,7 +324,7 @@ def _grading_problems(
     stub = grade(prepared, stub_patch, sandboxes, scratch / "stub")
     record.stub_resolved = stub.resolved
     record.stub_fail_to_pass_passed = sum(
-        stub.tests.get(t) is TestOutcome.PASSED for t in built.task.verification.fail_to_pass
+        stub.tests.get(t) is TestOutcome.PASSED for t in listed_tests(built).fail_to_pass
     )
     if stub.resolved:
         problems.append("a stub raising NotImplementedError resolves the task")
@@ -326,7 +337,7 @@ def graded_only_problems(
     """Reference resolves (twice, the same way), untouched and stub do not."""
     check = built.task.verification
     prepared = built.prepared()
-    problems = _answer_file_problems(built) if isinstance(check, AnswerVerification) else []
+    problems = kind_of(check).workspace_problems(check, built.workspace)
     if problems:
         return problems
     reference = answer.reference_patch(built, scratch / "ref-tree")
@@ -335,10 +346,7 @@ def graded_only_problems(
     for number, run in enumerate(runs, start=1):
         if not run.resolved:
             problems.append(f"run {number}: reference solution not resolved: {run.error}")
-        survivors = sorted(k for k, o in run.tests.items() if k.startswith("mutant:") and
-                           o is not TestOutcome.PASSED)  # fmt: skip
-        if survivors:
-            problems.append(f"run {number}: mutants the reference tests do not kill: {survivors}")
+        problems += [f"run {number}: {p}" for p in kind_of(check).reference_problems(check, run)]
     if runs[0].tests != runs[1].tests:
         problems.append("the reference's outcomes differ between two runs")
     record.fail_to_pass = len(runs[0].tests)
@@ -353,18 +361,6 @@ def graded_only_problems(
     if stub.resolved:
         problems.append("a stub (no knowledge) resolves the task")
     return problems
-
-
-def _answer_file_problems(built: BuiltTask) -> list[str]:
-    check = built.task.verification
-    assert isinstance(check, AnswerVerification)
-    if (built.workspace / check.answer_file).exists():
-        return [f"the answer file {check.answer_file} already exists in the workspace"]
-    try:
-        answers.truths(check, built.workspace)
-    except ValueError as error:
-        return [str(error)]
-    return []
 
 
 def stub_changes(built: BuiltTask) -> dict[str, str | None]:
@@ -460,7 +456,7 @@ def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -
     try:
         sandbox.apply_patch(built.reference_patch)
         config = pytest_config(built.workspace) or ""
-        args = [*built.task.verification.test_args, "-q", "-p", "no:cacheprovider"]
+        args = [*listed_tests(built).test_args, "-q", "-p", "no:cacheprovider"]
         args += ["-o", "addopts=", "--continue-on-collection-errors", f"--rootdir={sandbox.root}"]
         args += ["-c", f"{sandbox.root}/{config}"] if config else []
         script = _COVERAGE_SCRIPT.format(

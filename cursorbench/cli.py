@@ -233,18 +233,19 @@ def tasks_list(tasks: TasksOption = None, suite: SuiteOption = None) -> None:
 
     from cursorbench.loader import tasks_from_options_reporting
     from cursorbench.suites import suite_options
+    from harness.kinds.registry import kind_of
 
     found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
     table = Table("id", "category", "suite", "prompt chars", "fail->pass", "pass->pass")
     for task in found:
-        check = task.verification
+        counts = kind_of(task.verification).test_counts(task.verification)
         table.add_row(
             task.id,
             task.category.value,
             task.suite_version,
             str(len(task.prompt)),
-            str(len(getattr(check, "fail_to_pass", []))),  # mutants/answer tasks list none
-            str(len(getattr(check, "pass_to_pass", []))),
+            str(counts.fail_to_pass),  # mutants/answer tasks list none
+            str(counts.pass_to_pass),
         )
     console.print(table)
     _print_problems(problems)
@@ -423,6 +424,7 @@ def tasks_stats(
     from cursorbench.stats import TaskRow, load_validation, print_stats, suite_stats
     from cursorbench.suites import build_many, suite_options
     from cursorbench.task import PackageSource
+    from harness.kinds.registry import kind_of
 
     found = tasks_from_options(suite_options(suite, tasks))
     folders = {task.path.parent.parent for task in found if task.path is not None}
@@ -432,6 +434,7 @@ def tasks_stats(
         task, record = built.task, validation.get(built.task.id)
         source = task.source
         package = source.name if isinstance(source, PackageSource) else Path(source.path).name
+        counts = kind_of(task.verification).test_counts(task.verification)
         rows.append(
             TaskRow(
                 id=task.id,
@@ -439,8 +442,8 @@ def tasks_stats(
                 category=task.category.value,
                 changed_lines=reference_changed_lines(built),
                 prompt_chars=len(task.prompt),
-                fail_to_pass=len(getattr(task.verification, "fail_to_pass", [])),
-                pass_to_pass=len(getattr(task.verification, "pass_to_pass", [])),
+                fail_to_pass=counts.fail_to_pass,
+                pass_to_pass=counts.pass_to_pass,
                 coverage=record.coverage if record else None,
                 test_runtime_s=record.test_runtime_s if record else None,
                 validated=record.valid if record else None,

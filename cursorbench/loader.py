@@ -11,12 +11,13 @@ from pydantic import ValidationError
 
 from cursorbench.task import Task
 from harness.errors import CursorBenchError
+from harness.kinds.registry import task_file_kinds
 
 TASK_SUFFIXES = (".yaml", ".yml", ".json")
 # libyaml's parser where PyYAML was built with it: v1's task files (long test lists) take
 # ~0.35 s each to parse in pure Python, which a lookup across suites would pay 61 times.
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-VERIFICATION_TAGS = ("pytest", "docs", "mutants", "answer")
+VERIFICATION_TAGS = tuple(task_file_kinds())  # the union's tags, as pydantic names them
 
 
 class TaskFileError(CursorBenchError, ValueError):

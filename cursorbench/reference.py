@@ -15,9 +15,8 @@ from typing import Any
 
 from cursorbench.answer import reference_tree
 from cursorbench.workspace import BuiltTask
+from harness.kinds.registry import kind_of
 from harness.openai_server import RawReply, Reply, error_reply, first_user_message, step_index
-from harness.patch import glob_regex
-from harness.spec import AnswerVerification, MutantsVerification
 
 REFERENCE_SOLVER = "reference-solver"
 
@@ -43,13 +42,7 @@ def visible_test_args(built: BuiltTask, written: list[str]) -> list[str]:
     """What the solver runs to check its work: the task's tests, the test files it wrote
     for a testing task, nothing for an answer."""
     check = built.task.verification
-    if isinstance(check, AnswerVerification):
-        return []
-    if isinstance(check, MutantsVerification):
-        globs = [glob_regex(pattern) for pattern in check.test_files]
-        return [path for path in written if any(g.fullmatch(path) for g in globs)]
-    hidden = set(check.hidden_tests)
-    return [arg for arg in check.test_args if arg not in hidden]  # hidden files are not there
+    return kind_of(check).solver_test_args(check, written)
 
 
 class ReferenceSolver:

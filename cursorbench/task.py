@@ -12,11 +12,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
+from harness.kinds.registry import KINDS, kind_of
 from harness.spec import Limits, TaskVerification
 
-TASK_FORMAT_VERSION = 1
+TASK_FORMAT_VERSION: Literal[1] = 1
 
 
 class Category(StrEnum):
@@ -125,9 +127,22 @@ class Task(Spec):
     # Where the file was loaded from; not part of the file itself.
     path: Path | None = Field(default=None, exclude=True)
 
+    @field_validator("behaviour_checks")
+    @classmethod
+    def _kind_takes_behaviour_checks(cls, graders: list[str], info: ValidationInfo) -> list[str]:
+        check = info.data.get("verification")  # absent when it did not validate
+        if graders and check is not None and not kind_of(check).takes_behaviour_checks:
+            takers = [n for n, k in KINDS.items() if k.in_task_files and k.takes_behaviour_checks]
+            raise PydanticCustomError(
+                "kind_without_behaviour_checks",
+                "a {kind} verification takes no behaviour checks (only {takers} do)",
+                {"kind": check.kind, "takers": ", ".join(takers)},
+            )
+        return graders
+
     @model_validator(mode="after")
     def _authored_tests_are_hidden(self) -> Task:
-        hidden = set(getattr(self.verification, "hidden_tests", []))
+        hidden = set(self.verification.hidden_tests)
         missing = [path for path in self.authored_tests if path not in hidden]
         if missing:
             raise ValueError(f"authored test {missing[0]} is not in verification.hidden_tests")

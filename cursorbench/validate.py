@@ -14,9 +14,9 @@ from pathlib import Path
 from cursorbench import answer
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.grading import grade
+from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
-from harness.spec import Verification
 
 
 def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
@@ -24,11 +24,11 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     prepared = built.prepared()
     sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(prepared.secret_paths)))
     sandboxes.self_test(cache_home() / "self-test")
-    check = built.task.verification
+    check = kind_of(built.task.verification).listed_tests(built.task.verification)
     problems: list[str] = []
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
-    if not isinstance(check, Verification):  # graded without FAIL_TO_PASS lists
+    if check is None:  # graded without FAIL_TO_PASS lists
         with tempfile.TemporaryDirectory(dir=root) as scratch:
             reference = answer.reference_patch(built, Path(scratch) / "ref-tree")
             for run in range(repeat):
@@ -52,8 +52,8 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
                     problems.append(f"{label} unsolved workspace passes FAIL_TO_PASS {test}")
             for test in check.pass_to_pass:
                 if unsolved.tests[test] is not TestOutcome.PASSED:
-                    outcome = unsolved.tests[test].value
-                    problems.append(f"{label} unsolved workspace: PASS_TO_PASS {test} {outcome}")
+                    value = unsolved.tests[test].value
+                    problems.append(f"{label} unsolved workspace: PASS_TO_PASS {test} {value}")
             if solved.failure is not None and solved.error:
                 problems.append(f"{label} reference solution: {solved.error}")
     return problems

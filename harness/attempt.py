@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.agent import run_agent
 from harness.flags import scan
 from harness.grading import GradeReport, grade
+from harness.kinds.behaviour import low_scores
 from harness.model import CURRENT_ATTEMPT, ChatModel
 from harness.plan import SandboxPlan
 from harness.results import (
@@ -187,11 +188,7 @@ def _text(data: bytes) -> str | None:
 
 def _behaviour_verdict(behaviour: BehaviourVerification, scores: dict[str, Score]) -> Verdict:
     """A behaviour-only task is resolved when every check scored at or above its bar."""
-    low = [
-        f"{check.score_key} {scores[check.score_key].value:.2f} < {check.threshold}"
-        for check in behaviour.checks
-        if check.score_key in scores and scores[check.score_key].value < check.threshold
-    ]
+    low = low_scores(behaviour, scores)
     if not low:
         return Verdict(status=Status.RESOLVED)
     return _failed(Failure.BEHAVIOUR_FAILED, "; ".join(low))

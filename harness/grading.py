@@ -1,158 +1,39 @@
-"""Scoring an attempt in a clean state, inside a fresh sandbox of the run's backend.
+"""Scoring an attempt's change in a clean state: the verdict of the task's verification kind.
 
-1. The agent's change arrives as patch text. `patch.grading_change` drops
-   what touches test files, test configuration or hidden tests, and links
-   that leave the workspace (pure text work: nothing on disk is read).
-2. A fresh sandbox opens over the prepared workspace with the hidden tests,
-   each carrying its canaries (`canaries.py`), laid over it: all trusted
-   content, copied before any of the agent's change exists there.
-3. The change is applied inside the sandbox (`git apply`, confined).
-4. pytest runs inside with the workspace mounted read-only, kept off
-   `sys.path` at start (`python -P`), the task's own configuration named with
-   `-c`, plugins not auto-loaded, the package's `addopts` ignored, and its
-   JUnit report streamed to the harness through a pipe (append-only; anything
-   but one well-formed document counts as no report).
-5. `judge` turns the report into a verdict: a pure function.
-
-Other kinds: `docs` adds to the pytest run a check that each named function's
-docstring example calls it (`doctests.py`, on the module's text read through the
-sandbox); `mutants` runs the agent's tests against hidden mutants (`mutants.py`);
-`answer` reads the answer file from the patch text and checks it against the
-task's facts (`answers.py`): no sandbox, nothing of the agent's runs.
-
-Not prevented: code under test shares pytest's process, so it can patch
-pytest's reporting or inspect the calling test. The canaries detect that: a
-canary that passes fails the attempt with `grader_tampering`.
+Each kind grades in its own module under `harness/kinds/` (`registry.KINDS`):
+`pytest` and `docs` by the shared grading pytest run (`kinds/testrun.py`: the
+change applied in a fresh sandbox of the run's backend over the prepared
+workspace, protected paths restored, hidden tests with canaries laid over it,
+pytest run read-only, its JUnit report judged by a pure function); `docs` adds
+that each named function's docstring example calls it; `mutants` runs the
+agent's tests against hidden mutants; `answer` reads the answer file from the
+patch text and checks it against the task's facts (no sandbox, nothing of the
+agent's runs). `behaviour` is not graded here: its checks score the attempt.
 """
 
 from __future__ import annotations
 
-import configparser
 import random
-import shutil
-import sys
-import time
-import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness import answers, canaries, doctests, mutants
-from harness.junit import ReportError, junit_key, outcomes_for, parse_junit_report
-from harness.patch import GradingChange, PatchFormatError, glob_regex, grading_change
-from harness.results import Failure, Score, TestOutcome
-from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
-from harness.sandbox.protocol import (
-    PatchRejected,
-    ResourceLimitExceeded,
-    Sandbox,
-    SandboxBackend,
-    SandboxError,
+from harness.kinds.pytest_kind import Verification
+from harness.kinds.registry import kind_of, pytest_part
+from harness.kinds.testrun import (
+    EMPTY_CONFIG,
+    PYTEST_ENV,
+    GradeReport,
+    judge,
+    pytest_argv,
+    pytest_config,
 )
-from harness.spec import (
-    AnswerVerification,
-    DocsVerification,
-    MutantsVerification,
-    PreparedTask,
-    Verification,
-    pytest_part,
-)
+from harness.kinds.testrun import protected_files as _protected_files
+from harness.sandbox.protocol import SandboxBackend
+from harness.spec import PreparedTask
 
-EMPTY_CONFIG = ".cursorbench-pytest.ini"
-PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # no plugin loads unless the config asks
-
-
-@dataclass
-class GradeReport:
-    resolved: bool
-    failure: Failure | None
-    tests: dict[str, TestOutcome] = field(default_factory=dict)
-    error: str | None = None
-    duration_s: float = 0.0
-    output: str = ""
-    canaries_passed: list[str] = field(default_factory=list)
-    dropped: list[str] = field(default_factory=list)  # parts of the change grading ignored
-    scores: dict[str, Score] = field(default_factory=dict)  # e.g. the mutation score
-
-
-def pytest_config(root: Path) -> str | None:
-    """The file pytest would take its configuration from in `root` (pytest 9's order)."""
-    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
-        if (root / name).is_file():
-            return name
-    sections = {"pyproject.toml": "tool.pytest", "tox.ini": "pytest", "setup.cfg": "tool:pytest"}
-    for name, section in sections.items():
-        if (root / name).is_file() and _has_section(root / name, section):
-            return name
-    return None
-
-
-def _has_section(path: Path, section: str) -> bool:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix == ".toml":
-        try:
-            return "pytest" in tomllib.loads(text).get("tool", {})
-        except tomllib.TOMLDecodeError:
-            return False
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(text)
-    except configparser.Error:
-        return False
-    return parser.has_section(section)
-
-
-def pytest_argv(test_args: list[str], rootdir: str, config: str) -> list[str]:
-    """pytest's JUnit report goes to the report pipe (see `run_process`), never to a file."""
-    return [
-        sys.executable, "-P", "-m", "pytest", *test_args,
-        f"--rootdir={rootdir}",
-        "-c", config,
-        f"--junitxml={REPORT_PLACEHOLDER}",
-        "-o", "junit_family=xunit1",
-        "-o", "addopts=",
-        "-p", "no:cacheprovider",
-        "--continue-on-collection-errors",
-        "-q", "--no-header", "-rN",
-    ]  # fmt: skip
-
-
-def tests_of(task: PreparedTask) -> Verification:
-    """The task's pytest verification; a behaviour-only task has none to grade with."""
-    check = pytest_part(task.verification)
-    if check is None:
-        raise ValueError(f"task {task.id}: its verification runs no tests")
-    return check
-
-
-def protected_files(task: PreparedTask) -> set[str]:
-    """Files of the prepared workspace under the protected patterns, plus the hidden tests."""
-    check = tests_of(task)
-    regexes = [glob_regex(pattern) for pattern in check.protected_paths]
-    found = set(check.hidden_tests)
-    for path in task.workspace.rglob("*"):
-        relative = path.relative_to(task.workspace).as_posix()
-        if any(regex.fullmatch(relative) for regex in regexes):
-            found.add(relative)
-    return found
-
-
-def _overlay(task: PreparedTask, folder: Path, rng: random.Random) -> canaries.Canaries:
-    """Hidden tests (with canaries) and, if the task has none, an empty pytest config."""
-    if task.hidden_dir.is_dir():
-        shutil.copytree(task.hidden_dir, folder, symlinks=True)
-    else:
-        folder.mkdir(parents=True)
-    sources = {
-        name: (task.hidden_dir / name).read_text(encoding="utf-8", errors="replace")
-        for name in tests_of(task).hidden_tests
-        if (task.hidden_dir / name).is_file()
-    }
-    planted = canaries.plant(sources, rng)
-    for name, text in planted.files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    if pytest_config(task.workspace) is None:
-        (folder / EMPTY_CONFIG).write_text("[pytest]\n")
-    return planted
+__all__ = [
+    "EMPTY_CONFIG", "PYTEST_ENV", "GradeReport", "grade", "judge", "protected_files",
+    "pytest_argv", "pytest_config", "tests_of",
+]  # fmt: skip
 
 
 def grade(
@@ -162,120 +43,23 @@ def grade(
     scratch: Path,
     rng: random.Random | None = None,
 ) -> GradeReport:
-    started = time.monotonic()
-    if isinstance(task.verification, AnswerVerification):
-        return grade_answer(task, patch, started)
-    if isinstance(task.verification, MutantsVerification):
-        fields = mutants.grade_mutants(task, patch, backend, scratch, rng or random.Random())
-        report = GradeReport(**({"resolved": False, "failure": None} | fields))
-        report.duration_s = time.monotonic() - started
-        return report
-    rng = rng or random.Random()
-    check = tests_of(task)
-    try:
-        change = grading_change(patch, check.protected_paths, protected_files(task))
-    except PatchFormatError as error:
-        return GradeReport(False, Failure.PATCH_REJECTED, error=f"unreadable change: {error}")
-    overlay = scratch / "overlay"
-    shutil.rmtree(overlay, ignore_errors=True)
-    planted = _overlay(task, overlay, rng)
-    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
-    try:
-        sandbox.apply_patch(change.patch)
-        config = pytest_config(task.workspace) or EMPTY_CONFIG
-        argv = pytest_argv(check.test_args, sandbox.root, f"{sandbox.root}/{config}")
-        timeout = task.limits.test_timeout_s
-        done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
-        documented = _documented_text(check, sandbox)
-    except PatchRejected as error:
-        return _early(Failure.PATCH_REJECTED, str(error), change, started)
-    except ResourceLimitExceeded as error:
-        return _early(Failure.RESOURCE_LIMIT, str(error), change, started)
-    finally:
-        sandbox.close()
-        shutil.rmtree(overlay, ignore_errors=True)
-    report = judge(check, done, planted, task.limits.test_timeout_s)
-    if isinstance(check, DocsVerification):
-        report = doctests.judge_docs(check, report, documented)
-    report.duration_s = time.monotonic() - started
-    report.dropped = change.dropped_protected + change.dropped_links
+    """The verdict on `patch` by the task's verification kind."""
+    report = kind_of(task.verification).grade(
+        task, task.verification, patch, backend, scratch, rng or random.Random()
+    )
+    if report is None:
+        raise ValueError(f"task {task.id}: its verification runs no tests")
     return report
 
 
-def _documented_text(check: Verification, sandbox: Sandbox) -> str | None:
-    """A docs task's module as the change left it, read inside the sandbox."""
-    if not isinstance(check, DocsVerification):
-        return None
-    try:
-        text = sandbox.read(check.documented_file)
-    except SandboxError:
-        return None
-    return text if len(text) <= doctests.MAX_MODULE_CHARS else None
+def tests_of(task: PreparedTask) -> Verification:
+    """The task's pytest verification; a task without FAIL_TO_PASS lists has none."""
+    check = pytest_part(task.verification)
+    if check is None:
+        raise ValueError(f"task {task.id}: its verification runs no tests")
+    return check
 
 
-def grade_answer(task: PreparedTask, patch: str, started: float) -> GradeReport:
-    """An answer file taken from the patch text, judged against the task's facts."""
-    check = task.verification
-    assert isinstance(check, AnswerVerification)
-    try:
-        text: str | None = answers.answer_text(patch, check.answer_file)
-        problem = None
-    except answers.AnswerFileError as error:
-        text, problem = None, str(error)
-    verdict = answers.judge_answers(check, text, answers.truths(check, task.workspace))
-    return GradeReport(
-        verdict.resolved, verdict.failure, verdict.tests, problem or verdict.error,
-        time.monotonic() - started, scores={answers.ANSWER_SCORE: verdict.score},
-    )  # fmt: skip
-
-
-def _early(failure: Failure, error: str, change: GradingChange, started: float) -> GradeReport:
-    dropped = change.dropped_protected + change.dropped_links
-    duration = time.monotonic() - started
-    return GradeReport(False, failure, error=error, duration_s=duration, dropped=dropped)
-
-
-def judge(
-    check: Verification, done: Completed, planted: canaries.Canaries, timeout_s: float
-) -> GradeReport:
-    """The verdict from a finished test run: pure, no I/O."""
-    try:
-        report = parse_junit_report(done.report or b"")
-        problem = None
-    except ReportError as error:
-        report, problem = {}, str(error)
-    tests = outcomes_for(check.fail_to_pass + check.pass_to_pass, report)
-    whole_modules = not any("::" in arg for arg in check.test_args)
-    sprung = _canaries_sprung(planted, report, whole_modules)
-    output = done.output
-    if sprung:
-        error = f"{len(sprung)} canary tests that must fail passed or vanished: "
-        error += "the verdict was tampered with"
-        return GradeReport(False, Failure.GRADER_TAMPERING, tests, error, 0.0, output, sprung)
-    if done.timed_out:
-        error = f"tests ran over {timeout_s}s"
-        return GradeReport(False, Failure.TEST_TIMEOUT, tests, error, 0.0, output)
-    resolved = all(outcome is TestOutcome.PASSED for outcome in tests.values())
-    failure = None if resolved else Failure.TESTS_FAILED
-    return GradeReport(resolved, failure, tests, problem, 0.0, output)
-
-
-def _canaries_sprung(
-    planted: canaries.Canaries, report: dict[tuple[str, str], TestOutcome], whole_modules: bool
-) -> list[str]:
-    """Canaries that passed, or that are missing while their module's other tests ran
-    (when whole modules were run, a missing canary was taken out of the report)."""
-    sprung = []
-    for path, names in planted.names.items():
-        module, _ = junit_key(f"{path}::x")
-        siblings = [c for c, _ in report if c == module or c.startswith(module + ".")]
-        for name in names:
-            found = [
-                (case_name, outcome)
-                for (case_class, case_name), outcome in report.items()
-                if case_class == module and (case_name == name or case_name.startswith(name + "["))
-            ]
-            sprung += [f"{path}::{n} passed" for n, o in found if o is TestOutcome.PASSED]
-            if not found and siblings and whole_modules:
-                sprung.append(f"{path}::{name} missing")
-    return sprung
+def protected_files(task: PreparedTask) -> set[str]:
+    """Files of the prepared workspace under the protected patterns, plus the hidden tests."""
+    return _protected_files(task.workspace, tests_of(task))

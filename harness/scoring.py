@@ -8,7 +8,8 @@ written. The same functions serve as RL rewards.
 
 Graders register by name (`register`); the built-in ones live in the `evals`
 package (`PLUGIN_MODULES`), imported the first time a name is looked up. This
-module does not cover pytest grading (`grading.py`) nor the evals themselves.
+module does not cover grading by tests or answer files (`harness/kinds/`) nor the
+evals themselves.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from cursorbench.validate import validate_task
 from cursorbench.workspace import build
 from harness.results import TestOutcome as Outcome
 from harness.sandbox import choose_backend
+from harness.spec import pytest_part
 from tests.cursorbench.sdists import FILES, tiny_task
 from tests.cursorbench.test_workspace import authored_task
 
@@ -40,7 +41,8 @@ def test_a_package_task_passes_full_validation(cursorbench_home: Path, tmp_path:
 @pytest.mark.slow
 def test_weak_or_wrong_tasks_are_rejected(cursorbench_home: Path, tmp_path: Path) -> None:
     task = tiny_task(cursorbench_home, tmp_path)
-    check = task.verification
+    check = pytest_part(task.verification)
+    assert check is not None
     few = check.model_copy(
         update={"hidden_tests": [], "fail_to_pass": check.fail_to_pass[:1], "pass_to_pass": []}
     )

@@ -19,7 +19,8 @@ from cursorbench.loader import (
 )
 from cursorbench.suites import suite_options
 from cursorbench.task import Category, FolderSource, PackageSource
-from harness.spec import Verification
+from harness.kinds.registry import KINDS, task_file_kinds
+from harness.spec import pytest_part, with_behaviour_checks
 
 BUNDLED = bundled_suite() / "tasks" / "textkit-slugify.yaml"
 
@@ -41,8 +42,8 @@ def test_bundled_suite_loads_with_real_types() -> None:
     assert slugify.category is Category.NEW_FEATURE
     assert isinstance(slugify.source, FolderSource)
     assert slugify.source_dir().is_dir()
-    assert isinstance(slugify.verification, Verification)  # a pytest task
-    assert all(isinstance(test, str) for test in slugify.verification.fail_to_pass)
+    tests = pytest_part(slugify.verification)
+    assert tests is not None and all(isinstance(test, str) for test in tests.fail_to_pass)
     assert slugify.path == BUNDLED.resolve()
 
 
@@ -72,6 +73,46 @@ def test_malformed_fields_are_named_in_one_line(
     assert message.startswith(f"{path}: ")
     assert expected in message
     assert "\n" not in message
+
+
+MUTANTS = {"kind": "mutants", "mutants": [{"id": "m", "file": "textkit/slug.py", "old": "a",
+                                           "new": "b"}]}  # fmt: skip
+ANSWER = {"kind": "answer", "answer_file": "a.json",
+          "facts": [{"kind": "number", "key": "n", "value": 1}]}  # fmt: skip
+
+
+@pytest.mark.parametrize("verification", [MUTANTS, ANSWER], ids=["mutants", "answer"])
+def test_behaviour_checks_on_a_kind_that_takes_none_are_refused_at_load(
+    tmp_path: Path, verification: dict
+) -> None:
+    path = write_variant(tmp_path, {"verification": verification, "behaviour_checks": ["intent"]})
+    with pytest.raises(TaskFileError) as error:
+        load_task(path)
+    kind = verification["kind"]
+    expected = (
+        f"behaviour_checks: a {kind} verification takes no behaviour checks (only pytest, docs do)"
+    )
+    assert str(error.value) == f"{path}: {expected}"
+    # the same file without behaviour checks loads
+    assert (
+        load_task(write_variant(tmp_path, {"verification": verification})).verification.kind == kind
+    )
+
+
+def test_behaviour_checks_on_pytest_and_docs_load_and_combine(tmp_path: Path) -> None:
+    takers = [name for name in task_file_kinds() if KINDS[name].takes_behaviour_checks]
+    assert takers == ["pytest", "docs"]
+    task = load_task(write_variant(tmp_path, {"behaviour_checks": ["intent"]}))
+    assert task.behaviour_checks == ["intent"] and task.verification.kind == "pytest"
+    both = with_behaviour_checks(task.verification, task.behaviour_checks)
+    assert both.kind == "both" and pytest_part(both) == task.verification
+    documented = {"documented_file": "textkit/slug.py", "documented": ["slugify"]}
+    docs = yaml.safe_load(BUNDLED.read_text())["verification"] | {"kind": "docs", **documented}
+    task = load_task(
+        write_variant(tmp_path, {"verification": docs, "behaviour_checks": ["intent"]})
+    )
+    both = with_behaviour_checks(task.verification, task.behaviour_checks)
+    assert task.verification.kind == "docs" and pytest_part(both) == task.verification
 
 
 def test_broken_yaml_and_wrong_shapes(tmp_path: Path) -> None:

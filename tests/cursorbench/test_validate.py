@@ -8,6 +8,7 @@ from cursorbench.loader import bundled_suite, load_tasks
 from cursorbench.validate import validate_task
 from cursorbench.workspace import build
 from harness.sandbox import choose_backend
+from harness.spec import pytest_part
 
 TASKS = load_tasks([bundled_suite()])
 
@@ -20,7 +21,8 @@ def test_bundled_task_is_valid(task) -> None:
 
 def test_a_task_whose_tests_do_not_fail_is_reported() -> None:
     task = next(t for t in TASKS if t.id == "textkit-slugify")
-    check = task.verification
+    check = pytest_part(task.verification)
+    assert check is not None
     broken = task.model_copy(
         update={
             "verification": check.model_copy(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.answers import AnswerFileError, answer_text, judge_answers, reference_answer
+from harness.kinds.answer import AnswerFileError, answer_text, judge_answers, reference_answer
 from harness.results import TestOutcome
 from harness.spec import AnswerVerification
 

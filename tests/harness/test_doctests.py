@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.doctests import example_problem, judge_docs
 from harness.grading import GradeReport
+from harness.kinds.docs import example_problem, judge_docs
 from harness.results import Failure, TestOutcome
 from harness.spec import DocsVerification
 

@@ -31,7 +31,7 @@ class Recording:
             self.calls.append({"argv": list(argv), **options})
             return execute(argv, **options)
 
-        sandbox.execute = recorded  # type: ignore[method-assign]
+        sandbox.execute = recorded  # type: ignore[method-assign,assignment]
         return sandbox
 
     def self_test(self, scratch: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from cursorbench.loader import bundled_suite
 from cursorbench.task import Task
 from cursorbench.workspace import build
 from harness.grading import grade
-from harness.mutants import (
+from harness.kinds.mutants import (
     EQUIVALENT,
     ORIGINAL,
     agent_change,
@@ -181,7 +182,7 @@ def built_tests_task(tmp_path_factory: pytest.TempPathFactory):
     return build(task, scan=False)  # the leak scan has its own tests; here it only costs time
 
 
-def graded(built, files: dict[str, str], tmp_path: Path):
+def graded(built, files: Mapping[str, str | None], tmp_path: Path):
     patch = answer.patch_for(built.workspace, files, tmp_path / "tree")
     backend = open_backend(choose_backend("auto"))
     return grade(built.prepared(), patch, backend, tmp_path / "grade", random.Random(0))

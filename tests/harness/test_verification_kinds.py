@@ -7,6 +7,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from harness.spec import (
     AnyVerification,
+    BehaviourCheck,
     BehaviourVerification,
     BothVerification,
     Verification,
@@ -44,7 +45,7 @@ def test_bad_kinds_are_refused() -> None:
 
 
 def test_task_behaviour_checks_add_scores_next_to_tests() -> None:
-    tests = Verification(**TESTS)
+    tests = Verification(fail_to_pass=TESTS["fail_to_pass"])
     assert with_behaviour_checks(tests, []) is tests
     both = with_behaviour_checks(tests, ["code_quality"])
     assert isinstance(both, BothVerification)
@@ -79,3 +80,20 @@ def test_the_graded_kinds_a_task_file_may_name() -> None:
         task_parse({"kind": "mutants", "mutants": [mutant, mutant]})
     with pytest.raises(ValidationError):
         task_parse({"kind": "answer", "answer_file": "a.json", "facts": [{"kind": "guess"}]})
+
+
+def test_dispatch_is_by_the_registry() -> None:
+    from harness.kinds.registry import KINDS, UnknownKind, kind_of, task_file_kinds
+
+    assert task_file_kinds() == ["pytest", "docs", "mutants", "answer"]
+    assert kind_of(PARSE(TESTS)) is KINDS["pytest"]
+    mutants = PARSE({"kind": "mutants", "mutants": [{"id": "m", "file": "m.py", "old": "<",
+                                                     "new": "<="}]})  # fmt: skip
+    with pytest.raises(ValueError, match="a mutants verification takes no behaviour checks"):
+        with_behaviour_checks(mutants, ["intent"])
+
+    class Unregistered(BehaviourVerification):
+        kind: str = "vibes"  # type: ignore[assignment]
+
+    with pytest.raises(UnknownKind, match="no verification kind named 'vibes'"):
+        kind_of(Unregistered(checks=[BehaviourCheck(grader="intent")]))

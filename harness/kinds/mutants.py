@@ -1,4 +1,4 @@
-"""Grading a testing task: the agent's tests against hidden mutants of the code.
+"""The `mutants` kind, a testing task: the agent's tests against hidden mutants of the code.
 
 1. Only the agent's test files cross (`agent_change`: the task's `test_files` globs,
    never a conftest, never a link out of the workspace); the rest of the change is
@@ -6,7 +6,7 @@
 2. Each variant of the code runs the agent's tests in a fresh sandbox, the variant's
    files laid over the prepared workspace as trusted content, the change applied
    inside, pytest run read-only with its JUnit report through the pipe (the grading
-   run of `harness/grading.py`):
+   run of `harness/kinds/testrun.py`):
    - `original`: the workspace's code; every test must pass, at least `min_tests`;
    - `equivalent`: the mutated files rewritten without changing behaviour (the AST
      printed back, each function given an unused local), so tests that fingerprint
@@ -29,8 +29,19 @@ import random
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
 
 from harness.junit import ReportError, parse_junit_report
+from harness.kinds.base import DEFAULT_PROTECTED_PATHS, FileKindDefaults, Files, Frozen, KindExample
+from harness.kinds.testrun import (
+    EMPTY_CONFIG,
+    PYTEST_ENV,
+    GradeReport,
+    pytest_argv,
+    pytest_config,
+)
 from harness.patch import (
     PatchFormatError,
     glob_regex,
@@ -42,11 +53,54 @@ from harness.pyast import parse_module
 from harness.results import Failure, Score, TestOutcome
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
-from harness.spec import MutantsVerification, PreparedTask
+
+if TYPE_CHECKING:
+    from harness.spec import PreparedTask
 
 ORIGINAL, EQUIVALENT = "original", "equivalent"
 MUTATION_SCORE = "mutation_score"
 NEVER_CROSSES = ["**/conftest.py"]
+
+
+class Mutant(Frozen):
+    """One hidden mutant: `old` replaced by `new` (exactly one occurrence) in `file`."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    file: str = Field(min_length=1)
+    old: str = Field(min_length=1)
+    new: str
+
+
+class MutantsVerification(Frozen):
+    """The agent writes tests; graded by the hidden mutants they kill.
+
+    Only the agent's test files cross into grading; they must pass on the workspace's own
+    code and on a behaviour-preserving rewrite of it, and fail on at least
+    `min_kill_share` of the mutants."""
+
+    kind: Literal["mutants"] = "mutants"
+    test_files: list[str] = Field(
+        default_factory=lambda: ["tests/**/test_*.py"],
+        description="Globs of the test files the agent writes; nothing else of the change is used.",
+    )
+    mutants: list[Mutant] = Field(min_length=1)
+    min_kill_share: float = Field(default=0.8, gt=0, le=1)
+    min_tests: int = Field(default=3, ge=1, description="Agent tests that must pass unmutated.")
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> MutantsVerification:
+        ids = [mutant.id for mutant in self.mutants]
+        if len(ids) != len(set(ids)):
+            raise ValueError("mutant ids must be unique")
+        return self
+
+    @property
+    def hidden_tests(self) -> list[str]:
+        return []  # the deleted tests are the reference answer, not hidden tests
+
+    @property
+    def protected_paths(self) -> list[str]:
+        return list(DEFAULT_PROTECTED_PATHS)
 
 
 def agent_change(patch: str, check: MutantsVerification) -> tuple[str, list[str], list[str]]:
@@ -134,8 +188,6 @@ def run_variant(
     patch: str,
     test_paths: list[str],
 ) -> Completed:
-    from harness.grading import EMPTY_CONFIG, PYTEST_ENV, pytest_argv, pytest_config
-
     shutil.rmtree(scratch, ignore_errors=True)
     overlay = scratch / "overlay"
     overlay.mkdir(parents=True)
@@ -221,16 +273,19 @@ def judge_mutants(
 
 
 def grade_mutants(
-    task: PreparedTask, patch: str, backend: SandboxBackend, scratch: Path, rng: random.Random
+    task: PreparedTask,
+    check: MutantsVerification,
+    patch: str,
+    backend: SandboxBackend,
+    scratch: Path,
+    rng: random.Random,
 ) -> dict:
-    """Runs every variant; the fields of a `GradeReport` (see `harness.grading.grade`)."""
-    check = task.verification
-    assert isinstance(check, MutantsVerification)
+    """Runs every variant; the fields of a `GradeReport`."""
     started = time.monotonic()
     try:
         change, test_paths, dropped = agent_change(patch, check)
-    except PatchFormatError as error:
-        return {"failure": Failure.PATCH_REJECTED, "error": f"unreadable change: {error}"}
+    except PatchFormatError as unreadable:
+        return {"failure": Failure.PATCH_REJECTED, "error": f"unreadable change: {unreadable}"}
     if not test_paths:
         error = "the change adds no test file matching " + ", ".join(check.test_files)
         return {"failure": Failure.TESTS_FAILED, "error": error, "dropped": dropped}
@@ -241,10 +296,10 @@ def grade_mutants(
             minimum = check.min_tests if name == ORIGINAL else 1
             if name in (ORIGINAL, EQUIVALENT) and _control_problem(name, runs[name], minimum):
                 break  # a control failed: the mutants cannot change the verdict
-    except PatchRejected as error:
-        return {"failure": Failure.PATCH_REJECTED, "error": str(error), "dropped": dropped}
-    except ResourceLimitExceeded as error:
-        return {"failure": Failure.RESOURCE_LIMIT, "error": str(error), "dropped": dropped}
+    except PatchRejected as rejected:
+        return {"failure": Failure.PATCH_REJECTED, "error": str(rejected), "dropped": dropped}
+    except ResourceLimitExceeded as limit:
+        return {"failure": Failure.RESOURCE_LIMIT, "error": str(limit), "dropped": dropped}
     if len(runs) < len(check.mutants) + 2:
         problem = _control_problem(ORIGINAL, runs[ORIGINAL], check.min_tests)
         if problem is None:
@@ -256,9 +311,77 @@ def grade_mutants(
             "tests": tests, "output": runs[ORIGINAL].output,
             "scores": {MUTATION_SCORE: Score(value=0.0, reasons=[str(problem)])},
         }  # fmt: skip
-    resolved, failure, tests, score, error = judge_mutants(check, runs)
+    resolved, failure, tests, score, verdict_error = judge_mutants(check, runs)
     return {
-        "resolved": resolved, "failure": failure, "tests": tests, "error": error,
+        "resolved": resolved, "failure": failure, "tests": tests, "error": verdict_error,
         "dropped": dropped, "output": runs[ORIGINAL].output,
         "scores": {MUTATION_SCORE: score}, "duration_s": time.monotonic() - started,
     }  # fmt: skip
+
+
+class MutantsKind(FileKindDefaults):
+    name = "mutants"
+    model = MutantsVerification
+
+    def grade(
+        self,
+        task: PreparedTask,
+        check: MutantsVerification,
+        patch: str,
+        backend: SandboxBackend,
+        scratch: Path,
+        rng: random.Random,
+    ) -> GradeReport | None:
+        started = time.monotonic()
+        fields = grade_mutants(task, check, patch, backend, scratch, rng)
+        report = GradeReport(**({"resolved": False, "failure": None} | fields))
+        report.duration_s = time.monotonic() - started
+        return report
+
+    def reference_files(self, check: MutantsVerification, workspace: Path) -> Files | None:
+        return None  # the deleted tests
+
+    def stub_files(self, check: MutantsVerification) -> Files | None:
+        return None
+
+    def solver_test_args(self, check: MutantsVerification, written: list[str]) -> list[str]:
+        globs = [glob_regex(pattern) for pattern in check.test_files]
+        return [path for path in written if any(g.fullmatch(path) for g in globs)]
+
+    def reference_problems(self, check: MutantsVerification, report: GradeReport) -> list[str]:
+        survivors = sorted(
+            name
+            for name, outcome in report.tests.items()
+            if name.startswith("mutant:") and outcome is not TestOutcome.PASSED
+        )
+        return [f"mutants the reference tests do not kill: {survivors}"] if survivors else []
+
+    def example(self) -> KindExample:
+        code = "def clamp(x, low, high):\n    return max(low, min(x, high))\n"
+        tests = "".join(
+            f"\n\ndef test_{n}():\n    assert clamp({x}, 0, 10) == {want}\n"
+            for n, x, want in [("inside", 5, 5), ("low", -3, 0), ("high", 12, 10)]
+        )
+        weak = "".join(  # pass on every mutant: they kill none
+            f"\n\ndef test_{n}():\n    assert clamp({x}, 0, 10) == {x}\n"
+            for n, x in [("a", 5), ("b", 7)]
+        )
+        cheat = (  # kills every mutant by its text; it would resolve the stub if it crossed
+            "import inspect\nimport calc\n\n"
+            "if 'return max(low, min(x, high))' not in inspect.getsource(calc):\n"
+            "    raise SystemExit(1)\n"
+        )
+        return KindExample(
+            workspace={"pytest.ini": "[pytest]\npythonpath = .\n", "calc.py": code},
+            hidden={},
+            verification=MutantsVerification(
+                min_tests=2,
+                mutants=[
+                    Mutant(id="no-high", file="calc.py", old="min(x, high)", new="x"),
+                    Mutant(id="no-low", file="calc.py", old="max(low, ", new="(0 or "),
+                ],
+            ),
+            reference={"tests/test_calc.py": "from calc import clamp" + tests},
+            stub={"tests/test_calc.py": "from calc import clamp" + weak},
+            tamper={"tests/conftest.py": cheat},
+        )

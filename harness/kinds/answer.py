@@ -1,4 +1,5 @@
-"""Grading an answer file (code review, understanding) against facts the task knows.
+"""The `answer` kind: an answer file (code review, understanding) graded against facts
+the task knows.
 
 The agent writes one JSON object to the task's `answer_file`; nothing of its code
 runs. The file's text is taken from the patch itself (a new file's added lines:
@@ -13,17 +14,90 @@ the set, so listing every name fails; a value is one value.
 from __future__ import annotations
 
 import json
+import random
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from pydantic import Field, model_validator
+
+from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
+from harness.kinds.testrun import GradeReport
 from harness.patch import PatchFormatError, split_patch
 from harness.results import Failure, Score, TestOutcome
-from harness.spec import AnswerVerification, LocationFact, NamesFact, NumberFact, TextFact
+
+if TYPE_CHECKING:
+    from harness.sandbox.protocol import SandboxBackend
+    from harness.spec import PreparedTask
 
 MAX_ANSWER_CHARS = 64 * 1024
 ANSWER_SCORE = "answer"
+
+
+class TextFact(Frozen):
+    """A name or value, compared after normalising case, quotes, spaces and a trailing `()`."""
+
+    kind: Literal["text"] = "text"
+    key: str = Field(min_length=1)
+    accept: list[str] = Field(min_length=1, description="Right answers; the first is canonical.")
+
+
+class NumberFact(Frozen):
+    kind: Literal["number"] = "number"
+    key: str = Field(min_length=1)
+    value: float
+    tolerance: float = Field(default=0.0, ge=0)
+
+
+class NamesFact(Frozen):
+    """A set of names: the answer's list must hold exactly these (order free)."""
+
+    kind: Literal["names"] = "names"
+    key: str = Field(min_length=1)
+    names: list[str] = Field(min_length=1)
+
+
+class LocationFact(Frozen):
+    """Where something is: `anchor` occurs once in `file` of the prepared workspace; the
+    answer's line range must be at most `max_span` lines and meet the anchor's lines
+    widened by `slack`."""
+
+    kind: Literal["location"] = "location"
+    key: str = Field(min_length=1)
+    file: str = Field(min_length=1)
+    anchor: str = Field(min_length=1)
+    slack: int = Field(default=2, ge=0)
+    max_span: int = Field(default=8, ge=1)
+
+
+Fact = Annotated[TextFact | NumberFact | NamesFact | LocationFact, Field(discriminator="kind")]
+
+
+class AnswerVerification(Frozen):
+    """The agent writes a JSON answer file; graded against facts the task knows. No code
+    of the agent's runs."""
+
+    kind: Literal["answer"] = "answer"
+    answer_file: str = Field(min_length=1, description="Workspace-relative JSON file to write.")
+    facts: list[Fact] = Field(min_length=1)
+    min_score: float = Field(default=1.0, gt=0, le=1, description="Share of facts to get right.")
+
+    @model_validator(mode="after")
+    def _unique_keys(self) -> AnswerVerification:
+        keys = [fact.key for fact in self.facts]
+        if len(keys) != len(set(keys)):
+            raise ValueError("fact keys must be unique")
+        return self
+
+    @property
+    def hidden_tests(self) -> list[str]:
+        return []
+
+    @property
+    def protected_paths(self) -> list[str]:
+        return []
 
 
 class AnswerFileError(ValueError):
@@ -213,3 +287,71 @@ def stub_answer(check: AnswerVerification) -> str:
         else:
             data[fact.key] = "unknown"
     return json.dumps(data, indent=2) + "\n"
+
+
+def grade_answer(check: AnswerVerification, patch: str, workspace: Path) -> GradeReport:
+    """An answer file taken from the patch text, judged against the task's facts."""
+    started = time.monotonic()
+    try:
+        text: str | None = answer_text(patch, check.answer_file)
+        problem = None
+    except AnswerFileError as error:
+        text, problem = None, str(error)
+    verdict = judge_answers(check, text, truths(check, workspace))
+    return GradeReport(
+        verdict.resolved, verdict.failure, verdict.tests, problem or verdict.error,
+        time.monotonic() - started, scores={ANSWER_SCORE: verdict.score},
+    )  # fmt: skip
+
+
+class AnswerKind(FileKindDefaults):
+    name = "answer"
+    model = AnswerVerification
+
+    def grade(
+        self,
+        task: PreparedTask,
+        check: AnswerVerification,
+        patch: str,
+        backend: SandboxBackend,
+        scratch: Path,
+        rng: random.Random,
+    ) -> GradeReport | None:
+        return grade_answer(check, patch, task.workspace)  # no sandbox: nothing of it runs
+
+    def reference_files(self, check: AnswerVerification, workspace: Path) -> Files | None:
+        return {check.answer_file: reference_answer(check, workspace)}
+
+    def stub_files(self, check: AnswerVerification) -> Files | None:
+        return {check.answer_file: stub_answer(check)}
+
+    def solver_test_args(self, check: AnswerVerification, written: list[str]) -> list[str]:
+        return []
+
+    def workspace_problems(self, check: AnswerVerification, workspace: Path) -> list[str]:
+        if (workspace / check.answer_file).exists():
+            return [f"the answer file {check.answer_file} already exists in the workspace"]
+        try:
+            truths(check, workspace)
+        except ValueError as error:
+            return [str(error)]
+        return []
+
+    def example(self) -> KindExample:
+        code = "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return w + h\n"
+        check = AnswerVerification(
+            answer_file="answer.json",
+            facts=[
+                TextFact(key="buggy", accept=["perimeter"]),
+                LocationFact(key="where", file="shapes.py", anchor="return w + h"),
+                NamesFact(key="functions", names=["area", "perimeter"]),
+                NumberFact(key="count", value=2),
+            ],
+        )
+        return KindExample(
+            workspace={"shapes.py": code},
+            hidden={},
+            verification=check,
+            reference={},  # made from the facts: `reference_files`
+            stub={},  # `stub_files`
+        )
