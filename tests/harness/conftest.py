@@ -28,10 +28,6 @@ class Switch:
     def models(self) -> list[str]:
         return self.target.models
 
-    @models.setter
-    def models(self, value: list[str]) -> None:
-        self.target.models = value
-
     def respond(self, request: dict[str, Any]) -> Answer:
         return self.target.respond(request)
 
