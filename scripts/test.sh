@@ -2,6 +2,11 @@
 # Sets up (if needed), then lints, type-checks, builds the docs and runs the whole test suite
 # (slow tests included). Extra options pass to pytest, e.g. `bash scripts/test.sh -m "not slow"`
 # (the quick tier).
+#
+# The suite runs in two phases (tests/conftest.py: CURSORBENCH_TEST_PHASE): most tests on
+# CURSORBENCH_TEST_WORKERS pytest-xdist workers (default 3: on 2 cores many tests wait on
+# sandboxes and subprocesses), then the tests of machine-wide resources (Docker, Ray, the red
+# team) alone. A phase that selects no test (exit 5) is fine when the other one ran some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,4 +14,13 @@ bash scripts/setup.sh
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 bash scripts/docs.sh
-exec .venv/bin/python -m pytest "$@"
+workers=${CURSORBENCH_TEST_WORKERS:-3}
+parallel=0
+CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" "$@" || parallel=$?
+exclusive=0
+CURSORBENCH_TEST_PHASE=exclusive .venv/bin/python -m pytest "$@" || exclusive=$?
+if [ "$parallel" = 5 ] && [ "$exclusive" = 5 ]; then exit 5; fi
+[ "$parallel" = 5 ] && parallel=0
+[ "$exclusive" = 5 ] && exclusive=0
+if [ "$parallel" != 0 ]; then exit "$parallel"; fi
+exit "$exclusive"

@@ -35,30 +35,40 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Fixtures that make a test a whole benchmark run: such a test is `slow` wherever it lives.
 WHOLE_RUN_FIXTURES = {"run_benchmark"}
-# Under pytest-xdist (opt-in, `-n 4 --dist loadgroup`), tests of one machine-wide resource run
-# one at a time, on one worker: the Docker engine and its image, local Ray clusters, and the
-# tinypkg task (test_sources plants its answer in the shared site-packages for a moment, which
-# would fail a tinypkg build running beside it), and the red team's canary in the real home.
+# Tests of a machine-wide resource, which other tests running beside them disturb: the Docker
+# engine and its image, local Ray clusters (their auth token is machine-wide), the tinypkg
+# task (test_sources plants its answer in the shared site-packages for a moment), and the red
+# team (it checks that nothing outside the run changed). `scripts/test.sh` runs the suite in
+# two phases (`CURSORBENCH_TEST_PHASE`): `parallel`, everything else under pytest-xdist, then
+# `exclusive`, these alone, one at a time.
 EXCLUSIVE_FILES = {
-    "test_ray_executor.py": "ray",
-    "test_red_team.py": "red-team",
-    "test_docker.py": "docker",
-    "test_sources.py": "tinypkg",
-    "test_checks.py": "tinypkg",
+    "test_ray_executor.py",
+    "test_red_team.py",
+    "test_docker.py",
+    "test_sources.py",
+    "test_checks.py",
 }
+PHASES = ("parallel", "exclusive")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`-m "not slow"` (the quick tier) leaves out every whole run, marked or not; tests of
-    a shared resource get an `xdist_group`."""
+def exclusive(item: pytest.Item) -> bool:
+    return item.path.name in EXCLUSIVE_FILES or item.get_closest_marker("docker") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`-m "not slow"` (the quick tier) leaves out every whole run, marked or not; under
+    `CURSORBENCH_TEST_PHASE`, only that phase's tests are kept."""
     for item in items:
         if WHOLE_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        group = EXCLUSIVE_FILES.get(item.path.name)
-        if group is None and item.get_closest_marker("docker") is not None:
-            group = "docker"
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    phase = os.environ.get("CURSORBENCH_TEST_PHASE")
+    if not phase:
+        return
+    if phase not in PHASES:
+        raise pytest.UsageError(f"CURSORBENCH_TEST_PHASE must be one of {', '.join(PHASES)}")
+    keep = [item for item in items if exclusive(item) == (phase == "exclusive")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
 
 
 @functools.cache

@@ -128,6 +128,7 @@ def test_an_unusable_endpoint_is_refused_before_anything_is_stored(
     out, db = tmp_path / "run", tmp_path / "lb.sqlite"
     done = cursorbench(
         "run", "--base-url", url, "--model", model, "--tasks", "textkit-slugify",
+        "--api-key", "a-key-the-double-refuses",  # given: no key at all reads differently
         "--max-retries", "2", "--retry-backoff", "0", "--out", str(out), "--db", f"sqlite:///{db}",
     )  # fmt: skip
     assert done.returncode == 2

@@ -6,6 +6,7 @@ import functools
 import io
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -89,10 +90,11 @@ def _fails() -> int:
 
 
 def test_task_builds_print_progress_lines_when_stderr_is_not_a_terminal(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`build_many` (what `cursorbench run` and `build` call) under a log: one line per
     uncached build started and finished; a second call, all cached, prints nothing."""
+    monkeypatch.setenv("CURSORBENCH_BUILD_CACHE", str(tmp_path / "cache"))  # nothing built yet
     tasks = select_tasks(load_tasks([bundled_suite()]), ["textkit-*"])
     unscanned = functools.partial(build, scan=False)  # the leak scan is not what is shown
     built = build_many(tasks, build_one=unscanned)
