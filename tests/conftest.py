@@ -36,17 +36,17 @@ def pytest_configure(config: pytest.Config) -> None:
 # Fixtures that make a test a whole benchmark run: such a test is `slow` wherever it lives.
 WHOLE_RUN_FIXTURES = {"run_benchmark"}
 # Tests of a machine-wide resource, which other tests running beside them disturb: the Docker
-# engine and its image, local Ray clusters (their auth token is machine-wide), the tinypkg
-# task (test_sources plants its answer in the shared site-packages for a moment), and the red
-# team (it checks that nothing outside the run changed). `scripts/test.sh` runs the suite in
-# two phases (`CURSORBENCH_TEST_PHASE`): `parallel`, everything else under pytest-xdist, then
+# engine and its image, local Ray clusters (their auth token is machine-wide), test_sources
+# (it plants a task's answer in the shared site-packages for a moment, which would fail a
+# build of that task beside it, e.g. in test_checks), and the red team (it checks that nothing
+# outside the run changed). `scripts/test.sh` runs the suite in two phases
+# (`CURSORBENCH_TEST_PHASE`): `parallel`, everything else under pytest-xdist, then
 # `exclusive`, these alone, one at a time.
 EXCLUSIVE_FILES = {
     "test_ray_executor.py",
     "test_red_team.py",
     "test_docker.py",
     "test_sources.py",
-    "test_checks.py",
 }
 PHASES = ("parallel", "exclusive")
 
