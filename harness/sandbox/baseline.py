@@ -89,7 +89,7 @@ def git_env(home: str) -> dict[str, str]:
 # to private scratch, git adds the agent's tree against it (new objects go to scratch too,
 # the baseline's own are read through alternates), then prints the patch.
 DIFF_SCRIPT = """set -e
-cp "$GIT_DIR/index" "$GIT_INDEX_FILE"
+cp --preserve=timestamps "$GIT_DIR/index" "$GIT_INDEX_FILE"
 mkdir -p "$GIT_OBJECT_DIRECTORY"
 git add -A --force -- . "$@"
 exec git diff --cached {options} HEAD
