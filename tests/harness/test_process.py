@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.sandbox import process
 from harness.sandbox.process import (
     KEEP_BYTES,
     MAX_OUTPUT_BYTES,
@@ -187,8 +188,11 @@ def test_kill_running_commands_ends_commands_in_flight(tmp_path: Path) -> None:
         )
     )
     worker.start()
-    deadline = time.monotonic() + 5
-    while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    # in flight: its pid file written and its group registered (the child can write the file
+    # before the thread that started it has registered it, on a loaded machine)
+    while not (pids.exists() and pids.read_text().strip() and process._running):
+        assert time.monotonic() < deadline, "the command never started"
         time.sleep(0.01)
     child = int(pids.read_text())
     try:
