@@ -233,11 +233,13 @@ def build_optimizers(
     adamw_betas: tuple[float, float] = (0.9, 0.95),
     adamw_eps: float = 1e-8,
     use_muon: bool = True,
+    muon_class: type[Muon] | None = None,
 ) -> list[torch.optim.Optimizer]:
     """[Muon, AdamW] for `model` sharing one lr and weight decay (Muon's update RMS matches).
 
     `use_muon=False` gives a single AdamW over everything with the same decay rules (the
-    baseline of the Muon-vs-AdamW benchmark). Step and zero every returned optimizer.
+    baseline of the Muon-vs-AdamW benchmark); `muon_class` a Muon of another kind over the
+    same groups (`ShardedMuon` for a sharded model). Step and zero every returned optimizer.
     """
     roles = parameter_roles(model)
     adamw_groups: list[dict[str, Any]] = [
@@ -263,7 +265,7 @@ def build_optimizers(
     for role in roles:
         if role.optimizer == "muon":
             muon_groups.setdefault(role.blocks, []).append(role.param)
-    muon = Muon(
+    muon = (muon_class or Muon)(
         [{"params": params, "blocks": blocks} for blocks, params in muon_groups.items()],
         lr=lr,
         weight_decay=weight_decay,

@@ -40,9 +40,9 @@ from training.meshes import local
 from training.muon import (
     NS_STEPS,
     Muon,
+    build_optimizers,
     nesterov_momentum,
     orthogonalized_update,
-    parameter_roles,
 )
 
 
@@ -248,29 +248,13 @@ def build_sharded_optimizers(
     adamw_eps: float = 1e-8,
 ) -> list[torch.optim.Optimizer]:
     """[ShardedMuon, AdamW] over a sharded model, split exactly like `build_optimizers`."""
-    roles = parameter_roles(model)
-    decayed = [r.param for r in roles if r.optimizer == "adamw" and r.weight_decay]
-    undecayed = [r.param for r in roles if not r.weight_decay]
-    adamw_groups: list[dict[str, Any]] = [
-        {"params": decayed},
-        {"params": undecayed, "weight_decay": 0.0},
-    ]
-    adamw = torch.optim.AdamW(
-        [g for g in adamw_groups if g["params"]],
-        lr=lr,
-        betas=adamw_betas,
-        eps=adamw_eps,
-        weight_decay=weight_decay,
-    )
-    muon_groups: dict[int, list[nn.Parameter]] = {}
-    for role in roles:
-        if role.optimizer == "muon":
-            muon_groups.setdefault(role.blocks, []).append(role.param)
-    muon = ShardedMuon(
-        [{"params": params, "blocks": blocks} for blocks, params in muon_groups.items()],
-        lr=lr,
+    return build_optimizers(
+        model,
+        lr,
         weight_decay=weight_decay,
         momentum=momentum,
         ns_steps=ns_steps,
+        adamw_betas=adamw_betas,
+        adamw_eps=adamw_eps,
+        muon_class=ShardedMuon,
     )
-    return [muon, adamw]
