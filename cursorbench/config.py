@@ -37,8 +37,9 @@ from cursorbench.problems import models_of, unknown_key_problem, unknown_keys
 from harness.errors import ConfigError
 from harness.model_defaults import DEFAULT_REQUEST_TIMEOUT_S
 
-# `cursorbench.reference.REFERENCE_SOLVER`, written again so that reading a config (and
-# `cursorbench --help`) does not import the solver and the task builder; a test keeps the two equal.
+# The embedded reference solver's model name; defined here, not in `cursorbench.reference`
+# (which imports it), so that reading a config (and `cursorbench --help`) does not import the
+# solver and the task builder.
 REFERENCE_SOLVER = "reference-solver"
 
 

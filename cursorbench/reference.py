@@ -14,11 +14,10 @@ import shlex
 from typing import Any
 
 from cursorbench.answer import reference_tree
+from cursorbench.config import REFERENCE_SOLVER as REFERENCE_SOLVER
 from cursorbench.workspace import BuiltTask
 from harness.kinds.registry import kind_of
 from harness.openai_server import RawReply, Reply, error_reply, first_user_message, step_index
-
-REFERENCE_SOLVER = "reference-solver"
 
 
 def reference_steps(built: BuiltTask) -> list[Reply]:
