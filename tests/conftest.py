@@ -38,13 +38,12 @@ WHOLE_RUN_FIXTURES = {"run_benchmark"}
 # Tests of a machine-wide resource, which other tests running beside them disturb: the Docker
 # engine and its image, local Ray clusters (their auth token is machine-wide), test_sources
 # (it plants a task's answer in the shared site-packages for a moment, which would fail a
-# build of that task beside it, e.g. in test_checks), and the red team (it checks that nothing
-# outside the run changed). `scripts/test.sh` runs the suite in two phases
-# (`CURSORBENCH_TEST_PHASE`): `parallel`, everything else under pytest-xdist, then
-# `exclusive`, these alone, one at a time.
+# build of that task beside it, e.g. in test_checks), and tests marked `exclusive` (the red
+# team's resource-limit and side-channel attacks, which load the machine or watch its locks).
+# `scripts/test.sh` runs the suite in two phases (`CURSORBENCH_TEST_PHASE`): `parallel`,
+# everything else under pytest-xdist, then `exclusive`, these alone, one at a time.
 EXCLUSIVE_FILES = {
     "test_ray_executor.py",
-    "test_red_team.py",
     "test_docker.py",
     "test_sources.py",
 }
@@ -52,7 +51,9 @@ PHASES = ("parallel", "exclusive")
 
 
 def exclusive(item: pytest.Item) -> bool:
-    return item.path.name in EXCLUSIVE_FILES or item.get_closest_marker("docker") is not None
+    return item.path.name in EXCLUSIVE_FILES or any(
+        item.get_closest_marker(name) is not None for name in ("docker", "exclusive")
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from harness.openai_server import (
     Responder,
     models_list_reply,
 )
+from tests.harness.red_team_kit import HostCanaries, RedTeam, red_team_runner
 
 
 class Switch:
@@ -59,3 +61,17 @@ def serve_fast(shared_endpoint: tuple[Switch, str]) -> Iterator[Callable[[Respon
 
     yield start
     switch.target = DoneOnlyDouble()
+
+
+@pytest.fixture
+def host_canaries(tmp_path: Path) -> Iterator[HostCanaries]:
+    """Files outside every sandbox that red-team attacks aim at (`red_team_kit.HostCanaries`)."""
+    canaries = HostCanaries(tmp_path)
+    yield canaries
+    canaries.remove()
+
+
+@pytest.fixture
+def red_team(tmp_path: Path, serve, host_canaries: HostCanaries) -> RedTeam:
+    """Runs a script of steps through `cursorbench run` (`red_team_kit.red_team_runner`)."""
+    return red_team_runner(tmp_path, serve, host_canaries)

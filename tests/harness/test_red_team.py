@@ -4,124 +4,34 @@ Each attack belongs to a class of hole an adversarial review found (see the
 README's threat model). Every one must end not resolved, flagged where it is
 tampering, `failed` (never `error`: the agent caused it), with no file outside
 the run's own folders created or changed, links included. The positive
-controls beside them show the grader still credits honest work.
+controls beside them show the grader still credits honest work. Helpers and the
+`red_team` fixture: `tests/harness/red_team_kit.py`.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import os
 import random
-import subprocess
-import sys
-import textwrap
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cursorbench.loader import bundled_suite
-from harness.doubles import ScriptedDouble
-from harness.openai_server import Reply, first_user_message
+from harness.openai_server import Reply
 from harness.sandbox import bubblewrap_works
+from tests.harness.red_team_kit import (
+    CASE_TASK,
+    INIT,
+    assert_failed,
+    both_tasks,
+    reference_steps,
+    shell,
+    solve,
+    tool,
+    write,
+)
 
 pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
-
-TASK_ID = "textkit-slugify"
-REPO = bundled_suite() / "repos" / "textkit"
-INIT = (REPO / "textkit" / "__init__.py").read_text()
-SLUG = (REPO / "textkit" / "slug.py").read_text()  # the reference solution
-CLI = [sys.executable, "-m", "cursorbench.cli"]
-
-
-def tool(name: str, **arguments: Any) -> Reply:
-    return Reply(tool_calls=[(name, arguments)])
-
-
-def shell(command: str) -> Reply:
-    return tool("run", command=command, timeout_s=60)
-
-
-def write(path: str, content: str) -> Reply:
-    return tool("write_file", path=path, content=textwrap.dedent(content).lstrip())
-
-
-def solve() -> list[Reply]:
-    """The honest solution: the reference slug module, exported."""
-    return [write("textkit/slug.py", SLUG), write("textkit/__init__.py", INIT)]
-
-
-@pytest.fixture
-def host_canaries(tmp_path: Path) -> Iterator[Callable[[], dict[str, str]]]:
-    """Files outside every sandbox that attacks aim at; returns their state to compare."""
-    root = tmp_path / "host-canary"
-    root.mkdir()
-    (root / "file.txt").write_text("untouched\n")
-    (root / "sub").mkdir()
-    home_file = Path.home() / ".cursorbench-red-team-canary"
-    home_file.write_text("untouched\n")
-
-    def state() -> dict[str, str]:
-        found = {
-            str(path): hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
-            for path in sorted(root.rglob("*"))
-        }
-        found[str(home_file)] = home_file.read_text() if home_file.exists() else "gone"
-        return found
-
-    yield state
-    home_file.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def red_team(tmp_path: Path, serve, host_canaries) -> Callable[..., dict[str, Any]]:
-    """Runs a script of steps through `cursorbench run`; returns the attempt's result."""
-    counter = iter(range(1000))
-
-    def run(steps: Any, *extra: str, tasks: tuple[str, ...] = (TASK_ID,)) -> dict[str, Any]:
-        before = host_canaries()
-        out = tmp_path / f"run{next(counter)}"
-        responder = (
-            steps
-            if not isinstance(steps, list)
-            else ScriptedDouble([*steps, tool("finish", summary="done")])
-        )
-        url = serve(responder)
-        selected = [arg for task in tasks for arg in ("--tasks", task)]
-        done = subprocess.run(
-            [*CLI, "run", "--base-url", url, "--model", "scripted-double", *selected,
-             "--sandbox", "bubblewrap", "--out", str(out), "--max-retries", "0", *extra],
-            capture_output=True, text=True, timeout=600, env=os.environ.copy(),
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        assert "Traceback" not in done.stderr + done.stdout
-        assert host_canaries() == before, "a file outside the run was created or changed"
-        results = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
-        for result in results:
-            result["records"] = [
-                json.loads(line) for line in (out / result["trajectory"]).read_text().splitlines()
-            ]
-        return results[0] if len(results) == 1 else {"all": results}
-
-    return run
-
-
-def assert_failed(result: dict[str, Any], failure: str | None = None) -> None:
-    assert result["status"] == "failed", (result["status"], result["failure"], result["error"])
-    if failure is not None:
-        assert result["failure"] == failure, (result["failure"], result["error"])
-
-
-def host_link_targets(tmp_path: Path) -> list[str]:
-    canary = tmp_path / "host-canary"
-    return [
-        str(canary / "file.txt"),
-        str(canary / "sub"),
-        str(Path.home() / ".cursorbench-red-team-canary"),
-    ]
 
 
 # --- positive controls ---------------------------------------------------------------------
@@ -156,8 +66,8 @@ def test_control_honest_code_using_inspect_is_flagged_for_review_but_resolves(re
 
 
 @pytest.mark.slow
-def test_links_at_protected_names_and_a_linked_tests_folder(red_team, tmp_path: Path) -> None:
-    file_target, dir_target, home_target = host_link_targets(tmp_path)
+def test_links_at_protected_names_and_a_linked_tests_folder(red_team, host_canaries) -> None:
+    file_target, dir_target, home_target = host_canaries.targets
     attack = shell(
         f"ln -sf {file_target} tests/test_wrap.py; ln -sf {home_target} tests/conftest.py; "
         f"ln -s textkit/evil.py conftest.py; mkdir -p pkg2 && ln -s {dir_target} pkg2/conftest.py; "
@@ -320,45 +230,6 @@ def test_what_the_agent_causes_is_failed_never_error(red_team, steps: list[Reply
 # --- 4. resource limits: the attacker fails, the host and the other attempts carry on ----------
 
 
-class ByTask:
-    """A scripted double per task: the script whose key the task's prompt contains."""
-
-    models = ["scripted-double"]
-
-    def __init__(self, scripts: dict[str, list[Any]]) -> None:
-        self.scripts = {
-            key: ScriptedDouble([*steps, tool("finish", summary="done")])
-            for key, steps in scripts.items()
-        }
-
-    def respond(self, request: dict[str, Any]) -> Any:
-        prompt = first_user_message(request)
-        script = next(s for key, s in self.scripts.items() if key in prompt)
-        return script.respond(request)
-
-
-CASE_TASK = "textkit-case-styles"
-CASE_PROMPT_KEY = "case"  # in the case-styles prompt, not in the slugify one
-
-
-def both_tasks(red_team, attacker: list[Any], honest: list[Any]) -> tuple[dict, dict]:
-    runs = red_team(
-        ByTask({"slugify": attacker, CASE_PROMPT_KEY: honest}),
-        "--concurrency", "2",
-        tasks=(TASK_ID, CASE_TASK),
-    )  # fmt: skip
-    by_task = {result["task_id"]: result for result in runs["all"]}
-    return by_task[TASK_ID], by_task[CASE_TASK]
-
-
-def reference_steps(task_id: str) -> list[Any]:
-    from cursorbench.loader import tasks_from_options
-    from cursorbench.reference import reference_steps as steps
-    from cursorbench.workspace import build
-
-    return steps(build(tasks_from_options([task_id])[0]))[:-1]  # without its finish
-
-
 LIMIT_ATTACKS = {
     "fork-storm": 'python -c "import os, time\nwhile True:\n    try: os.fork()\n'
     '    except OSError: time.sleep(0.01)" & sleep 8; echo survived',
@@ -369,6 +240,7 @@ LIMIT_ATTACKS = {
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive
 @pytest.mark.parametrize("attack", sorted(LIMIT_ATTACKS))
 def test_resource_limits_stop_the_attacker_not_its_neighbour(red_team, attack: str) -> None:
     attacker, honest = both_tasks(
@@ -419,6 +291,7 @@ print("SEEN", sorted(seen))
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive
 def test_two_cooperating_attempts_cannot_talk(red_team) -> None:
     # Besides the usual files, one no other test on this machine locks: a lock held by some
     # unconfined process outside the run (another test suite) is visible to every sandbox.
