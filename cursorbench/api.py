@@ -51,7 +51,7 @@ from harness.home import harness_dirs
 from harness.model import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.openai_server import OpenAIServer, Responder
 from harness.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan
-from harness.pricing import Price, load_price_table, price_for
+from harness.pricing import Price, load_price_table, price_for, unknown_price_warning
 from harness.replay import ReplayResponder
 from harness.rundir import RunDir
 from harness.runner import Listener, RunInterrupted, Runner
@@ -370,7 +370,7 @@ def _price(spec: RunSpec, model: str) -> tuple[Price | None, list[str]]:
         return Price(input=settings.price_input or 0, output=settings.price_output or 0), []
     price = price_for(model, load_price_table(settings.prices))
     if price is None:
-        return None, [f"no price known for {model!r}; cost is reported as $0 (see --prices)"]
+        return None, [unknown_price_warning(model)]
     return price, []
 
 

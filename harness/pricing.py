@@ -1,7 +1,13 @@
-"""Token prices: a table shipped as data, overridable per model."""
+"""Token prices: a table shipped as data, overridable per model.
+
+A model with no price has an unknown cost, not a free one: the run records
+`unknown_price_warning(model)` among its warnings, and `price_unknown(warnings)` is how the
+leaderboard and the gate tell (its attempts' `cost_usd` stays 0 and must not be read as $0).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -47,3 +53,15 @@ def price_for(model: str, table: PriceTable) -> Price | None:
         return table[model]
     prefixes = [name for name in table if model.startswith(name)]
     return table[max(prefixes, key=len)] if prefixes else None
+
+
+UNKNOWN_PRICE = "no price known for "
+
+
+def unknown_price_warning(model: str) -> str:
+    return f"{UNKNOWN_PRICE}{model!r}; cost is unknown (see --prices, --price-input)"
+
+
+def price_unknown(warnings: Sequence[str]) -> bool:
+    """Whether a run's warnings say its model had no price (its cost is unknown)."""
+    return any(warning.startswith(UNKNOWN_PRICE) for warning in warnings)

@@ -1,11 +1,14 @@
-"""Two runs compared on their shared (task, epoch) attempts.
+"""Two runs of the same suite version compared on their shared (task, epoch) attempts.
 
-Exact McNemar on resolved; paired bootstrap over tasks (each task's mean over its epochs) for
-the resolved rate, the share of tests passed, cost and latency.
+The unit is the task: each task's epochs are averaged first, then the exact paired sign-flip
+test over tasks (exact McNemar over tasks with one epoch) and paired bootstrap intervals that
+resample tasks, for the resolved rate, the share of tests passed, cost and latency. Each run's
+own resolved rate on the shared attempts comes with its task-clustered interval.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,9 +16,10 @@ from sqlalchemy import Connection, and_, select
 
 from leaderboard import stats
 from leaderboard.schema import AttemptRow
-from leaderboard.standings import run_row
+from leaderboard.standings import QueryError, run_row
 
 A = AttemptRow.__table__
+BOUNDED = frozenset({"resolved", "tests_passed"})  # measures in [0, 1]
 
 
 class Flip(BaseModel):
@@ -27,11 +31,17 @@ class Flip(BaseModel):
 class Comparison(BaseModel):
     first: str
     second: str
+    first_model: str
+    second_model: str
+    suite_version: str
     shared_attempts: int
     shared_tasks: int
-    first_only: int  # shared attempts resolved by the first run only (McNemar's b)
-    second_only: int  # ... by the second only (c)
+    first_only: int  # tasks the first run resolves more often (lost by the second; McNemar's b)
+    second_only: int  # tasks the second run resolves more often (gained; c)
+    # the exact paired sign-flip test over tasks (exact McNemar over tasks with one epoch)
     mcnemar_p: float
+    first_rate: stats.Interval  # each run's resolved rate on the shared attempts
+    second_rate: stats.Interval
     resolved: stats.PairedDifference
     tests_passed: stats.PairedDifference
     cost_usd: stats.PairedDifference
@@ -47,8 +57,12 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
     the four paired bootstraps (which share their resamples) are computed with numpy."""
     import numpy as np  # here, not at the top: the store's writers need no numpy
 
-    for run_id in (first, second):
-        run_row(conn, run_id)
+    one_run, two_run = run_row(conn, first), run_row(conn, second)
+    if one_run.suite_version != two_run.suite_version:
+        raise QueryError(
+            f"runs are on different suite versions ({one_run.suite_version} vs "
+            f"{two_run.suite_version}); scores compare only within a version"
+        )
     pairs = sorted(conn.execute(_shared_attempts(first, second)).all(), key=lambda r: r[:2])
     tasks = [row[0] for row in pairs]
     starts = [i for i, task in enumerate(tasks) if i == 0 or task != tasks[i - 1]]
@@ -63,9 +77,6 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
     def tests_share(passed: Any, total: Any) -> Any:
         return np.divide(passed, total, out=np.zeros_like(passed), where=total > 0)
 
-    first_resolved, second_resolved = columns[:, 0] > 0, columns[:, 1] > 0
-    b = int(np.sum(first_resolved & ~second_resolved))
-    c = int(np.sum(second_resolved & ~first_resolved))
     measures = {
         "resolved": (columns[:, 0], columns[:, 1]),
         "tests_passed": (
@@ -76,28 +87,45 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
         "latency_s": (columns[:, 8], columns[:, 9]),
     }
     means = {name: (task_means(one), task_means(two)) for name, (one, two) in measures.items()}
-    paired = stats.paired_bootstraps(means, seed=seed)
+    paired = stats.paired_bootstraps(means, seed=seed, bounded=BOUNDED)
     one_rate, two_rate = means["resolved"]
+    scale = math.lcm(*(int(size) for size in sizes)) if len(sizes) else 1
+    p_value = stats.sign_flip_p(list(two_rate - one_rate), seed=seed, scale=scale)
     flips = [
         Flip(task_id=task, first=float(one), second=float(two))
         for task, one, two in zip(per_task, one_rate, two_rate, strict=True)
         if one != two
     ]
+    gained = [flip for flip in flips if flip.second > flip.first]
+    lost = [flip for flip in flips if flip.second < flip.first]
     return Comparison(
         first=first,
         second=second,
+        first_model=one_run.model,
+        second_model=two_run.model,
+        suite_version=one_run.suite_version,
         shared_attempts=len(pairs),
         shared_tasks=len(per_task),
-        first_only=b,
-        second_only=c,
-        mcnemar_p=stats.mcnemar_exact(b, c),
+        first_only=len(lost),
+        second_only=len(gained),
+        mcnemar_p=p_value,
+        first_rate=_rate(columns[:, 0], starts, sizes),
+        second_rate=_rate(columns[:, 1], starts, sizes),
         resolved=paired["resolved"],
         tests_passed=paired["tests_passed"],
         cost_usd=paired["cost_usd"],
         latency_s=paired["latency_s"],
-        gained=[flip for flip in flips if flip.second > flip.first],
-        lost=[flip for flip in flips if flip.second < flip.first],
+        gained=gained,
+        lost=lost,
     )
+
+
+def _rate(resolved: Any, starts: list[int], sizes: Any) -> stats.Interval:
+    """A run's resolved rate over the attempts, clustered by task."""
+    import numpy as np
+
+    sums = np.add.reduceat(resolved, starts) if starts else np.zeros(0)
+    return stats.clustered_totals(sums.tolist(), [int(size) for size in sizes])
 
 
 def _shared_attempts(first: str, second: str) -> Any:

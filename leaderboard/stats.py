@@ -1,10 +1,18 @@
 """Statistics for the leaderboard and the gate: pure functions of numbers, no I/O.
 
-- intervals for a run's mean: `wilson_interval` (a rate), `normal_interval` and
-  `bootstrap_interval` (any score);
+- the unit of inference is the task: a run's rate or score is first averaged within each
+  task (or eval scenario) over its epochs, and its interval is `clustered_interval`, a Wilson
+  interval on the task-clustered effective sample size (Korn & Graubard 1998), so epochs of
+  one task are not counted as independent samples; it stays inside [0, 1] and, when every
+  task scored the same, is flagged `degenerate` and as wide as that many tasks allow;
+- `wilson_interval` (a rate over independent trials), `normal_interval` and
+  `bootstrap_interval` (any score; the bootstrap resamples whatever items it is given);
 - `pass_at_k` (the unbiased estimator of Chen et al. 2021) and `best_of_k` over epochs;
-- paired comparison of two runs on their shared tasks: `mcnemar_exact` for resolved,
-  `paired_bootstrap` for continuous scores, cost and latency;
+- paired comparison of two runs over their shared tasks (each task's mean over its epochs):
+  `sign_flip_p`, the exact paired permutation test (exact McNemar over tasks when each task
+  has one epoch), and `paired_bootstrap` intervals that resample tasks; when no task differs
+  the interval is `no_difference_bound` wide, not [0, 0] (`degenerate`);
+- `tasks_to_decide`: how many tasks a paired comparison would need to settle a margin;
 - `ci_aware_ranks`: an entry's rank is 1 + the number of entries whose interval lies wholly
   above its own, so entries whose intervals overlap share a rank.
 
@@ -48,6 +56,82 @@ def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float,
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def t_for(level: float, df: float) -> float:
+    """The two-sided Student t quantile for a confidence level and `df` degrees of freedom
+    (exact for 1 and 2, else the Cornish-Fisher expansion in 1/df: within 0.2% for df >= 3,
+    1e-4 from df 10)."""
+    z = z_for(level)
+    p = 0.5 + level / 2
+    if df < 1:
+        raise ValueError(f"need at least one degree of freedom, not {df}")
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    terms = (
+        (z**3 + z) / 4,
+        (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+        (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+        (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160,
+    )
+    return z + sum(term / df ** (i + 1) for i, term in enumerate(terms))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean over clusters (tasks, or eval scenarios) with its interval inside [0, 1].
+
+    `degenerate`: every cluster had the same mean (no spread to measure), so the interval is
+    the widest one that many clusters allow, not a measured one; say so when showing it."""
+
+    estimate: float
+    low: float
+    high: float
+    clusters: int
+    n: int  # observations (attempts) behind it
+    degenerate: bool
+
+
+def clustered_interval(clusters: Sequence[Sequence[float]], level: float = 0.95) -> Interval:
+    """The mean of observations in [0, 1] grouped in clusters (a task's epochs), with a
+    Wilson interval on the effective sample size (Korn & Graubard 1998).
+
+    The estimate is the ratio mean (all observations weigh the same; with as many epochs per
+    task it is the mean of per-task means). Its variance is the between-cluster one (the
+    linearised ratio variance, n/(n-1) * sum((y_i - p m_i)^2) / M^2), the effective size is
+    p(1-p) / variance, capped at the observations, and shrunk by (z / t_{n-1})^2 for the few
+    clusters that estimate it. When the clusters do not vary (all 0, all 1, all equal) each
+    cluster counts as one trial and the interval is marked `degenerate`."""
+    sizes = [len(values) for values in clusters if values]
+    sums = [float(sum(values)) for values in clusters if values]
+    return clustered_totals(sums, sizes, level)
+
+
+def clustered_totals(sums: Sequence[float], sizes: Sequence[int], level: float = 0.95) -> Interval:
+    """`clustered_interval` from each cluster's sum and its number of observations."""
+    n, total = len(sizes), int(sum(sizes))
+    if n == 0:
+        return Interval(0.0, 0.0, 1.0, 0, 0, True)
+    p = min(1.0, max(0.0, sum(sums) / total))
+    spread = sum((y - p * m) ** 2 for y, m in zip(sums, sizes, strict=True))
+    variance = n / (n - 1) * spread / total**2 if n > 1 else 0.0
+    degenerate = variance <= 1e-15 * max(p * (1 - p), 1e-300)
+    if degenerate or p * (1 - p) == 0:
+        effective = float(n)  # no spread was measured: each cluster is one trial
+    else:
+        effective = min(float(total), p * (1 - p) / variance)
+        effective *= (z_for(level) / t_for(level, n - 1)) ** 2
+    low, high = _wilson(p, effective, z_for(level))
+    return Interval(p, low, high, n, total, degenerate)
+
+
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(max(0.0, p * (1 - p) / n + z * z / (4 * n * n))) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
@@ -161,14 +245,97 @@ def mcnemar_exact(b: int, c: int) -> float:
     return min(1.0, 2 * (total / 2**n))
 
 
+def sign_flip_p(
+    differences: Sequence[float], resamples: int = 20000, seed: int = 0, scale: int = 0
+) -> float:
+    """Two-sided p-value of the paired sign-flip permutation test that the differences (one
+    per task: second minus first, each task's mean over its epochs) are centred on 0.
+
+    Under the null each task's difference is as likely to have either sign, so p is the share
+    of the 2^n sign assignments whose sum is at least as far from 0 as the observed one. With
+    `scale` > 0 the differences are multiples of 1/scale (epochs per task: scale = their
+    least common multiple) and p is exact, by convolution; with one epoch it is the exact
+    McNemar test over tasks. Otherwise (or when the exact table would be large) `resamples`
+    seeded sign flips estimate it, as (hits + 1) / (resamples + 1)."""
+    nonzero = [float(d) for d in differences if d != 0]
+    if not nonzero:
+        return 1.0
+    if scale > 0:
+        steps = [round(abs(d) * scale) for d in nonzero]
+        exact = all(abs(s - abs(d) * scale) < 1e-6 for s, d in zip(steps, nonzero, strict=True))
+        if exact and sum(steps) <= 200_000:
+            return _sign_flip_exact(steps, abs(round(sum(nonzero) * scale)))
+    import numpy as np
+
+    values = np.asarray(nonzero)
+    observed_sum = abs(values.sum())
+    generator = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, resamples, 1000):
+        rows = min(1000, resamples - start)
+        signs = generator.integers(0, 2, size=(rows, len(values))) * 2 - 1
+        hits += int(np.sum(np.abs(signs @ values) >= observed_sum - 1e-12))
+    return (hits + 1) / (resamples + 1)
+
+
+def _sign_flip_exact(steps: list[int], observed: int) -> float:
+    """P(|sum of +-steps| >= observed) over fair independent signs, exactly."""
+    import numpy as np
+
+    total = sum(steps)
+    counts = np.zeros(2 * total + 1, dtype=object)  # exact integers: 2^n overflows int64
+    counts[total] = 1
+    for step in steps:
+        shifted = np.zeros_like(counts)
+        shifted[step:] += counts[: len(counts) - step]
+        shifted[: len(counts) - step] += counts[step:]
+        counts = shifted
+    sums = np.arange(-total, total + 1)
+    extreme = int(counts[np.abs(sums) >= observed].sum())
+    return min(1.0, extreme / 2 ** len(steps))
+
+
+def no_difference_bound(n: int, level: float = 0.95) -> float:
+    """How far apart two runs may be when none of `n` paired tasks differs: the exact
+    (Clopper-Pearson) upper bound of the share of tasks that differ, 1 - (alpha/2)^(1/n),
+    the "rule of three" (about 3.7/n at 95%). 1 when there are no tasks."""
+    if n <= 0:
+        return 1.0
+    return 1 - ((1 - level) / 2) ** (1 / n)
+
+
+def tasks_to_decide(
+    difference: float, spread: float, margin: float, level: float = 0.95
+) -> int | None:
+    """About how many paired tasks a comparison needs for its interval to clear `-margin`
+    (either side), if the mean difference and the per-task standard deviation stayed as
+    observed: ceil((z * spread / distance)^2). With no spread (no task differed) it is the
+    number of tied tasks that bound the difference within the margin (`no_difference_bound`).
+    None when the difference sits on the margin (no number of tasks decides)."""
+    distance = abs(difference + margin)
+    if spread <= 0:
+        if margin <= 0:
+            return None
+        return math.ceil(math.log((1 - level) / 2) / math.log(1 - margin))
+    if distance < 1e-12:
+        return None
+    return math.ceil((z_for(level) * spread / distance) ** 2)
+
+
 @dataclass(frozen=True)
 class PairedDifference:
-    """Second minus first, over paired items, with its interval."""
+    """Second minus first, over paired items (tasks), with its interval.
+
+    `degenerate`: no item differed, so the interval is not a measured spread but the bound
+    that many tied items allow (`no_difference_bound`) for a measure in [0, 1], and [0, 0]
+    for an unbounded one; either way it is no evidence of equality on its own."""
 
     n: int
     difference: float
     low: float
     high: float
+    degenerate: bool = False
+    spread: float = 0.0  # the standard deviation of the per-item differences
 
 
 def paired_bootstrap(
@@ -188,9 +355,13 @@ def paired_bootstraps(
     level: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    bounded: frozenset[str] | None = None,
 ) -> dict[str, PairedDifference]:
     """`paired_bootstrap` of several measures of the same items (tasks) at once, by name; each
-    result equals `paired_bootstrap` of that measure alone with the same seed."""
+    result equals `paired_bootstrap` of that measure alone with the same seed. Measures named
+    in `bounded` (all of them when it is None) lie in [0, 1] (rates, shares): their intervals
+    stay in [-1, 1] and, when no item differs, are `no_difference_bound` wide; an unbounded
+    measure (cost, latency) that never differs gets [0, 0], marked `degenerate`."""
     names = list(pairs)
     lengths = {len(one) for one, _ in pairs.values()} | {len(two) for _, two in pairs.values()}
     for one, two in pairs.values():
@@ -202,17 +373,26 @@ def paired_bootstraps(
         return {}
     n = lengths.pop()
     if n == 0:
-        return {name: PairedDifference(0, 0.0, 0.0, 0.0) for name in names}
+        return {name: PairedDifference(0, 0.0, -1.0, 1.0, degenerate=True) for name in names}
     import numpy as np
 
     deltas = np.column_stack(
         [np.asarray(two, dtype=float) - np.asarray(one, dtype=float) for one, two in pairs.values()]
     )
     means = np.sort(resample_means(deltas, resamples, seed), axis=0)
+    limited = set(names) if bounded is None else bounded
     found = {}
     for index, name in enumerate(names):
+        column = deltas[:, index]
+        spread = float(column.std(ddof=1)) if n > 1 else 0.0
+        if not np.any(column != 0):
+            bound = no_difference_bound(n, level) if name in limited else 0.0
+            found[name] = PairedDifference(n, 0.0, -bound, bound, degenerate=True)
+            continue
         low, high = _percentiles(means[:, index], level)
-        found[name] = PairedDifference(n, float(deltas[:, index].mean()), low, high)
+        if name in limited:
+            low, high = max(-1.0, low), min(1.0, high)
+        found[name] = PairedDifference(n, float(column.mean()), low, high, spread=spread)
     return found
 
 

@@ -2,9 +2,16 @@
 
 `refresh(conn, run_id)` replaces the run's `run_summaries` row and its `run_breakdowns`
 (resolved rate per task category, mean per eval), so the leaderboard reads one row per run
-instead of every attempt. Rates carry a Wilson interval over attempts; continuous evals
-(`tests_passed`: the share of a task's tests that passed, and any `attempt_scores`) a normal
-interval. `live(conn, run_ids)` computes the same figures for runs not finished yet.
+instead of every attempt. `live(conn, run_ids)` computes the same figures for runs not
+finished yet; `extras(conn, run_ids)` what the summary row has no column for (coverage of the
+planned attempts, whether the cost is known, cost and tokens per task).
+
+Every figure is over all of a run's attempts, and every interval is clustered by task (each
+task's epochs are one cluster: `stats.clustered_totals`), inside [0, 1]. `tests_passed` is the
+share of an attempt's tests that passed, an attempt that never reached its tests (an empty
+diff, a timeout, an error) counting as 0, so skipping the hard tasks cannot raise it; only a
+resolved attempt with no tests at all (a kind graded otherwise) is left out of it. Evals
+(`attempt_scores`) cluster by task, i.e. by scenario.
 
 Not covered here: pass@k over epochs beyond pass@1 (`leaderboard.stats` has it; the run's
 `summary` JSON keeps the runner's own pass@k).
@@ -17,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Float, String, and_, case, cast, delete, func, select
 
+from harness.pricing import price_unknown
 from leaderboard.rows import insert_ignoring, table_of
 from leaderboard.schema import (
     AttemptRow,
@@ -26,7 +34,7 @@ from leaderboard.schema import (
     RunSummaryRow,
     TaskRow,
 )
-from leaderboard.stats import normal_interval, wilson_interval
+from leaderboard.stats import Interval, clustered_totals
 
 A = AttemptRow.__table__
 TAMPERING = "grader_tampering"
@@ -57,18 +65,19 @@ def summary_columns() -> list[Any]:
     ]
 
 
-def _pass_at_1(conn: Connection, run_ids: list[str]) -> dict[str, float]:
-    per_task = (
-        select(
-            A.c.run_id,
-            (cast(func.sum(_resolved_int()), Float) / func.count()).label("rate"),
-        )
+def _per_task(conn: Connection, run_ids: list[str]) -> dict[str, Interval]:
+    """Each run's resolved rate with its task-clustered interval."""
+    query = (
+        select(A.c.run_id, func.count(), func.sum(_resolved_int()))
         .where(A.c.run_id.in_(run_ids))
         .group_by(A.c.run_id, A.c.task_id)
-        .subquery()
     )
-    query = select(per_task.c.run_id, func.avg(per_task.c.rate)).group_by(per_task.c.run_id)
-    return {run_id: float(rate or 0.0) for run_id, rate in conn.execute(query)}
+    sums: dict[str, tuple[list[float], list[int]]] = {}
+    for run_id, n, resolved in conn.execute(query):
+        found = sums.setdefault(run_id, ([], []))
+        found[0].append(float(resolved or 0))
+        found[1].append(int(n))
+    return {run_id: clustered_totals(y, m) for run_id, (y, m) in sums.items()}
 
 
 def live(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -76,21 +85,84 @@ def live(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     if not run_ids:
         return {}
     query = select(*summary_columns()).where(A.c.run_id.in_(run_ids)).group_by(A.c.run_id)
-    pass1 = _pass_at_1(conn, run_ids)
+    rates = _per_task(conn, run_ids)
+    more = extras(conn, run_ids)
     found = {}
     for row in conn.execute(query).mappings():
         figures = dict(row)
-        attempts, resolved = int(figures["attempts"]), int(figures["resolved"] or 0)
-        low, high = wilson_interval(resolved, attempts)
+        rate = rates[row["run_id"]]
         figures |= {
-            "resolved": resolved,
-            "resolved_rate": resolved / attempts if attempts else 0.0,
-            "rate_low": low,
-            "rate_high": high,
-            "pass_at_1": pass1.get(row["run_id"], 0.0),
+            "resolved": int(figures["resolved"] or 0),
+            "resolved_rate": rate.estimate,
+            "rate_low": rate.low,
+            "rate_high": rate.high,
+            # the mean over tasks of each task's share of epochs resolved
+            "pass_at_1": _pass_at_1(conn, row["run_id"]),
         }
-        found[row["run_id"]] = figures
+        found[row["run_id"]] = figures | more.get(row["run_id"], {})
     return found
+
+
+def _pass_at_1(conn: Connection, run_id: str) -> float:
+    per_task = (
+        select((cast(func.sum(_resolved_int()), Float) / func.count()).label("rate"))
+        .where(A.c.run_id == run_id)
+        .group_by(A.c.task_id)
+        .subquery()
+    )
+    return float(conn.execute(select(func.avg(per_task.c.rate))).scalar() or 0.0)
+
+
+def extras(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Per run: `planned` attempts (tasks x epochs of its config; None if it does not say),
+    `coverage` (recorded / planned), `cost_known` (False when the model had no price: its
+    cost is unknown, not $0), `cost_per_task` (None when unknown) and `tokens_per_task`."""
+    if not run_ids:
+        return {}
+    runs = conn.execute(
+        select(RunRow.id, RunRow.config, RunRow.warnings).where(RunRow.id.in_(run_ids))
+    ).all()
+    totals = {
+        row.run_id: row
+        for row in conn.execute(
+            select(
+                A.c.run_id,
+                func.count().label("attempts"),
+                func.count(func.distinct(A.c.task_id)).label("tasks"),
+                func.sum(A.c.cost_usd).label("cost_usd"),
+                func.sum(A.c.tokens_in + A.c.tokens_out).label("tokens"),
+            )
+            .where(A.c.run_id.in_(run_ids))
+            .group_by(A.c.run_id)
+        )
+    }
+    found = {}
+    for run in runs:
+        total = totals.get(run.id)
+        attempts, tasks = (int(total.attempts), int(total.tasks)) if total else (0, 0)
+        planned = _planned(run.config)
+        known = not price_unknown(run.warnings or [])
+        cost = float(total.cost_usd or 0.0) if total else 0.0
+        found[run.id] = {
+            "planned": planned,
+            "coverage": attempts / planned if planned else None,
+            "cost_known": known,
+            "cost_per_task": cost / tasks if known and tasks else None,
+            "tokens_per_task": int(total.tokens or 0) / tasks if total and tasks else None,
+        }
+    return found
+
+
+def _planned(config: Any) -> int | None:
+    if not isinstance(config, dict):
+        return None
+    tasks, epochs = config.get("tasks"), config.get("epochs")
+    if not isinstance(tasks, dict | list) or not isinstance(epochs, int):
+        return None
+    return len(tasks) * epochs
+
+
+SUMMARY_COLUMNS = frozenset(column.name for column in RunSummaryRow.__table__.c)
 
 
 def refresh(conn: Connection, run_id: str) -> None:
@@ -100,19 +172,21 @@ def refresh(conn: Connection, run_id: str) -> None:
     figures = live(conn, [run_id]).get(run_id)
     if figures is None:
         return
-    row = {name: figures[name] or 0 for name in figures}
+    row = {name: figures[name] or 0 for name in figures if name in SUMMARY_COLUMNS}
     row |= {"run_id": run_id, "computed_at": datetime.now(UTC)}
     conn.execute(table_of(RunSummaryRow).insert().values(**row))
     insert_ignoring(conn, table_of(RunBreakdownRow), breakdowns(conn, run_id))
 
 
 def breakdowns(conn: Connection, run_id: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+    """The run's resolved rate per task category, and its mean per eval (`resolved`,
+    `tests_passed`, every `attempt_scores` name), each clustered by task."""
     tasks = TaskRow.__table__
     suite = select(RunRow.suite_id).where(RunRow.id == run_id).scalar_subquery()
-    by_category = (
+    by_task = (
         select(
             func.coalesce(tasks.c.category, "uncategorised").label("key"),
+            A.c.task_id,
             func.count(),
             func.sum(_resolved_int()),
         )
@@ -120,36 +194,51 @@ def breakdowns(conn: Connection, run_id: str) -> list[dict[str, Any]]:
             A.outerjoin(tasks, and_(tasks.c.task_id == A.c.task_id, tasks.c.suite_id == suite))
         )
         .where(A.c.run_id == run_id)
-        .group_by("key")
+        .group_by("key", A.c.task_id)
     )
-    for key, n, resolved in conn.execute(by_category):
-        low, high = wilson_interval(int(resolved or 0), int(n))
-        rows.append(_breakdown(run_id, "category", key, int(n), int(resolved or 0) / n, low, high))
-    resolved_n, resolved_k = conn.execute(
-        select(func.count(), func.sum(_resolved_int())).where(A.c.run_id == run_id)
-    ).one()
-    if resolved_n:
-        low, high = wilson_interval(int(resolved_k or 0), int(resolved_n))
-        rate = int(resolved_k or 0) / resolved_n
-        rows.append(_breakdown(run_id, "eval", "resolved", int(resolved_n), rate, low, high))
-    shares = conn.scalars(
-        select(cast(A.c.tests_passed, Float) / A.c.tests_total).where(
-            A.c.run_id == run_id, A.c.tests_total > 0
-        )
-    ).all()
+    categories: dict[str, list[tuple[float, int]]] = {}
+    for key, _task, n, resolved in conn.execute(by_task):
+        categories.setdefault(key, []).append((float(resolved or 0), int(n)))
+    rows = [_row(run_id, "category", key, cells) for key, cells in sorted(categories.items())]
+    every = [cell for cells in categories.values() for cell in cells]
+    if every:
+        rows.append(_row(run_id, "eval", "resolved", every))
+    shares = _tests_passed(conn, run_id)
     if shares:
-        rows.append(_interval_row(run_id, "tests_passed", [float(s) for s in shares]))
+        rows.append(_row(run_id, "eval", "tests_passed", shares))
     S = AttemptScoreRow.__table__
-    scores: dict[str, list[float]] = {}
-    for name, value in conn.execute(select(S.c.name, S.c.value).where(S.c.run_id == run_id)):
-        scores.setdefault(name, []).append(float(value))
-    rows.extend(_interval_row(run_id, name, values) for name, values in sorted(scores.items()))
+    scores: dict[str, dict[str, tuple[float, int]]] = {}
+    query = (
+        select(S.c.name, S.c.task_id, func.sum(S.c.value), func.count())
+        .where(S.c.run_id == run_id)
+        .group_by(S.c.name, S.c.task_id)
+    )
+    for name, task_id, total, n in conn.execute(query):
+        scores.setdefault(name, {})[task_id] = (float(total or 0.0), int(n))
+    rows.extend(
+        _row(run_id, "eval", name, list(cells.values())) for name, cells in sorted(scores.items())
+    )
     return rows
 
 
-def _interval_row(run_id: str, name: str, values: list[float]) -> dict[str, Any]:
-    low, high = normal_interval(values)
-    return _breakdown(run_id, "eval", name, len(values), sum(values) / len(values), low, high)
+def _tests_passed(conn: Connection, run_id: str) -> list[tuple[float, int]]:
+    """Per task: (sum of its attempts' shares of tests passed, attempts counted). An attempt
+    that never ran its tests counts as 0; a resolved one with no tests is not counted."""
+    query = select(A.c.task_id, A.c.tests_passed, A.c.tests_total, A.c.resolved).where(
+        A.c.run_id == run_id
+    )
+    cells: dict[str, list[float]] = {}
+    for task_id, passed, total, resolved in conn.execute(query):
+        if total:
+            cells.setdefault(task_id, []).append(float(passed or 0) / float(total))
+        elif not resolved:
+            cells.setdefault(task_id, []).append(0.0)
+    return [(sum(values), len(values)) for values in cells.values()]
+
+
+def _row(run_id: str, kind: str, key: str, cells: list[tuple[float, int]]) -> dict[str, Any]:
+    interval = clustered_totals([y for y, _ in cells], [m for _, m in cells])
+    return _breakdown(run_id, kind, key, interval.n, interval.estimate, interval.low, interval.high)
 
 
 def _breakdown(

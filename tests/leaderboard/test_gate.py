@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
+
+from harness.pricing import unknown_price_warning
 
 from leaderboard import SqlStore
 from leaderboard.gate import GateError, GateRules, gate, load_rules
-from leaderboard.schema import CheckpointRow
+from leaderboard.schema import CheckpointRow, RunRow
 
 TASKS = [f"task-{i:02d}" for i in range(40)]
 BASELINE = {task: [i < 30] for i, task in enumerate(TASKS)}  # 30 of 40 resolved
@@ -33,15 +35,111 @@ def store(sqlite_store: SqlStore, fill: Any) -> SqlStore:
     return sqlite_store
 
 
-def test_a_candidate_identical_to_its_baseline_passes(store: SqlStore, fill: Any) -> None:
+def test_a_candidate_identical_to_its_baseline_on_40_tasks_is_inconclusive(
+    store: SqlStore, fill: Any
+) -> None:
     fill(store, "same", BASELINE)
 
     decision = gate("same", "base", GateRules(), store)
 
-    assert (decision.decision, decision.exit_code) == ("pass", 0)
+    assert (decision.decision, decision.exit_code) == ("inconclusive", 1)
     c = decision.comparison
     assert (c.first_only, c.second_only, c.mcnemar_p) == (0, 0, 1.0)
-    assert (c.resolved.difference, c.resolved.low, c.resolved.high) == (0.0, 0.0, 0.0)
+    # 40 tied tasks bound the difference to +-8.8%, wider than the 2% allowed: not [0, 0]
+    bound = 1 - 0.025 ** (1 / 40)
+    assert (c.resolved.difference, c.resolved.low, c.resolved.high) == (0.0, -bound, bound)
+    assert c.resolved.degenerate
+    assert decision.tasks_needed == 183  # tied tasks that bound it within 2%
+    assert "about 183 tasks would decide" in decision.to_markdown()
+
+
+def test_ties_on_enough_tasks_pass(sqlite_store: SqlStore, fill: Any) -> None:
+    many = {f"t{i:03d}": [i % 3 == 0] for i in range(200)}
+    fill(sqlite_store, "base", many)
+    fill(sqlite_store, "same", many)
+
+    decision = gate("same", "base", GateRules(), sqlite_store)
+
+    assert (decision.decision, decision.exit_code) == ("pass", 0)
+    assert -0.02 < decision.comparison.resolved.low < 0
+
+
+def test_a_run_gated_against_itself_is_inconclusive(store: SqlStore) -> None:
+    decision = gate("base", "base", GateRules(max_regression=0.5), store)
+
+    assert (decision.decision, decision.exit_code) == ("inconclusive", 1)
+    assert "same run" in decision.checks[0].detail
+
+
+def test_two_runs_that_solve_nothing_are_inconclusive(sqlite_store: SqlStore, fill: Any) -> None:
+    # the measured fault: 13 tied pairs at 0 gave [0, 0] and a pass
+    nothing = {f"t{i:02d}": [False] for i in range(13)}
+    fill(sqlite_store, "zero-a", nothing)
+    fill(sqlite_store, "zero-b", nothing)
+
+    decision = gate("zero-b", "zero-a", GateRules(), sqlite_store)
+
+    assert (decision.decision, decision.exit_code) == ("inconclusive", 1)
+    assert decision.comparison.resolved.low < -0.2
+    assert decision.comparison.second_rate.high > 0.2  # 0 of 13 tasks is not "0% for sure"
+    assert decision.comparison.second_rate.degenerate
+
+
+def test_a_partial_candidate_cannot_be_gated(sqlite_store: SqlStore, fill: Any) -> None:
+    # the measured fault: 1 task x 1 attempt against 6 tasks x 3 epochs passed with exit 0
+    full = {f"t{i}": [True, True, False] for i in range(6)}
+    fill(sqlite_store, "base", full)
+    fill(sqlite_store, "one", {"t0": [True]})
+
+    with pytest.raises(GateError, match=r"share 1 of the 18 .*min_coverage"):
+        gate("one", "base", GateRules(), sqlite_store)
+    with pytest.raises(GateError, match="min_coverage"):
+        gate("base", "one", GateRules(), sqlite_store)
+    # a rule that allows partial coverage says how much
+    with pytest.raises(GateError, match="min_coverage"):
+        gate("one", "base", GateRules(min_coverage=0.5), sqlite_store)
+    allowed = gate("one", "base", GateRules(min_coverage=0.05), sqlite_store)
+    assert allowed.coverage.shared == 1 and allowed.decision == "inconclusive"
+
+
+def test_a_baseline_with_more_epochs_than_the_candidate_is_refused(
+    sqlite_store: SqlStore, fill: Any
+) -> None:
+    fill(sqlite_store, "three", {f"t{i}": [True] * 3 for i in range(6)})
+    fill(sqlite_store, "one", {f"t{i}": [True] for i in range(6)})
+
+    with pytest.raises(GateError, match=r"share 6 of the 18"):
+        gate("one", "three", GateRules(), sqlite_store)
+
+
+def test_the_markdown_names_models_rates_flips_and_links(store: SqlStore, fill: Any) -> None:
+    fill(store, "noisy", flipped(lose=2, gain=1), model="model | b")
+
+    text = gate("noisy", "base", GateRules(), store).to_markdown(link="http://ci:8050/")
+
+    assert "model-a" in text and "model \\| b" in text
+    assert "75.0% [" in text and "72.5% [" in text  # baseline 30/40, candidate 29/40
+    assert (
+        "Tasks lost (2): [`task-00` 1.00 → 0.00](http://ci:8050/runs/noisy/attempts/task-00/0)"
+        in text
+    )
+    assert "Tasks gained (1): [`task-30` 0.00 → 1.00]" in text
+    assert "tasks would decide" in text
+
+
+def test_an_unknown_price_fails_the_cost_ceiling(store: SqlStore, fill: Any) -> None:
+    fill(store, "unpriced", BASELINE, cost=0.0)
+    with store.engine.begin() as conn:
+        conn.execute(
+            update(RunRow)
+            .where(RunRow.id == "unpriced")
+            .values(warnings=[unknown_price_warning("model-a")])
+        )
+
+    decision = gate("unpriced", "base", GateRules(max_cost_usd=1.0, max_regression=0.1), store)
+
+    cost = next(check for check in decision.checks if check.name == "max_cost_usd")
+    assert cost.outcome == "fail" and "unknown" in cost.detail
 
 
 def test_a_candidate_that_lost_many_tasks_fails(store: SqlStore, fill: Any) -> None:
@@ -81,6 +179,7 @@ def test_floors_and_cost_ceiling(store: SqlStore, fill: Any) -> None:
         eval_floors={"resolved": 0.7, "tests_passed": 0.9, "judge": 0.1},
         category_floors={"debugging": 0.7},
         max_cost_usd=10.0,
+        max_regression=0.1,  # 40 tied tasks bound the difference to +-8.8%
     )
 
     decision = gate("cand", "base", rules, store)
@@ -105,7 +204,7 @@ def test_the_decision_is_recorded_on_the_checkpoint(store: SqlStore, fill: Any) 
     fill(store, "ckpt-100", BASELINE)
     checkpoint = store.attach_checkpoint("ckpt-100", "train-7", step=100, tokens_seen=10**9)
 
-    gate("ckpt-100", "base", GateRules(), store)
+    gate("ckpt-100", "base", GateRules(max_regression=0.1), store)
 
     with store.engine.connect() as conn:
         row = conn.execute(select(CheckpointRow).where(CheckpointRow.id == checkpoint)).one()
@@ -135,4 +234,7 @@ def test_the_gate_on_postgresql(db: Any, fill: Any) -> None:
     fill(store, "base", BASELINE)
     fill(store, "worse", flipped(lose=15, gain=0))
     assert gate("worse", "base", GateRules(), store).decision == "fail"
-    assert gate("base", "base", GateRules(), store).decision == "pass"
+    assert gate("base", "base", GateRules(), store).decision == "inconclusive"
+    with pytest.raises(GateError, match="min_coverage"):
+        fill(store, "part", dict(list(BASELINE.items())[:5]))
+        gate("part", "base", GateRules(), store)

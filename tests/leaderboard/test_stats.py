@@ -7,7 +7,7 @@ import math
 from dataclasses import astuple
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from leaderboard import stats
@@ -113,9 +113,25 @@ def test_bootstrap_interval_lies_within_the_data(values: list[float], seed: int)
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=40))
-def test_paired_bootstrap_of_identical_runs_is_exactly_zero(values: list[float]) -> None:
+def test_identical_runs_get_the_tied_tasks_bound_not_a_zero_width_interval(
+    values: list[float],
+) -> None:
     paired = stats.paired_bootstrap(values, list(values), resamples=100)
-    assert (paired.difference, paired.low, paired.high) == (0.0, 0.0, 0.0)
+    bound = stats.no_difference_bound(len(values))
+    assert paired.degenerate and paired.difference == 0.0
+    assert (paired.low, paired.high) == (-bound, bound)
+    assert 0 < bound < 1
+
+
+def test_the_tied_tasks_bound_is_the_rule_of_three() -> None:
+    # 13 tied tasks (two runs that both solve nothing): +-24.7%, not [0, 0]
+    assert stats.no_difference_bound(13) == pytest.approx(1 - 0.025 ** (1 / 13))
+    assert stats.no_difference_bound(13) > 0.2
+    assert stats.no_difference_bound(200) == pytest.approx(3.69 / 200, rel=0.02)
+    # and it is the number of tied tasks that bounds a 2% margin
+    needed = stats.tasks_to_decide(0.0, 0.0, 0.02)
+    assert needed is not None
+    assert stats.no_difference_bound(needed) <= 0.02 < stats.no_difference_bound(needed - 1)
 
 
 @given(
@@ -170,6 +186,7 @@ def test_numpy_bootstrap_draws_the_pure_python_resamples(
     pairs: list[tuple[float, float]], seed: int
 ) -> None:
     first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    assume(first != second)  # with no difference at all the interval is the tied bound
     low, high = _pure_python_paired_bootstrap(first, second, 300, seed)
     paired = stats.paired_bootstrap(first, second, resamples=300, seed=seed)
     assert paired.low == pytest.approx(low, abs=1e-12)
