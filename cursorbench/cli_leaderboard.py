@@ -2,9 +2,12 @@
 `gate`, `dashboard` and `db` (upgrade, current). `register(app)` adds them to `cursorbench`.
 
 Every command takes `--db URL` (default: env `CURSORBENCH_DB`, else the same SQLite file
-`cursorbench run` writes). Exit status: 0 ok, 2 bad input (an unknown run, a bad URL, an
-out-of-date schema: one line on stderr); `gate`: 0 pass, 1 fail (and inconclusive unless the
-rules say otherwise), 2 error.
+`cursorbench run` writes). Only `runs import` and `db upgrade` create a database: the others
+read one, and a database that does not exist is one line (`runs list` says there are no runs).
+A run is named by its id or any unique prefix of it (`runs list` shows the shortest, at least
+8 characters). Exit status: 0 ok, 2 bad input (an unknown or ambiguous run, an unknown filter
+value, a bad URL or query, an out-of-date schema: one line on stderr); `gate`: 0 pass, 1 fail
+(and inconclusive unless the rules say otherwise), 2 error.
 
 Not covered here: what the numbers mean (`leaderboard.queries`, `leaderboard.stats`).
 """
@@ -87,9 +90,100 @@ def _url(db: str | None) -> str:
 
 
 def _store(db: str | None) -> SqlStore:
+    """The store, created with the current schema if empty: for commands that write."""
     from leaderboard.store import open_store
 
     return open_store(_url(db))
+
+
+def _reader(db: str | None) -> SqlStore:
+    """The store for a command that only reads: nothing is created, neither a SQLite file
+    nor the schema in an empty database (`StoreError` instead)."""
+    from leaderboard.migrate import HEAD, out_of_date_message
+    from leaderboard.store import SqlStore, StoreError, mask_url, open_engine
+
+    url = _url(db)
+    if not _sqlite_file_exists(url):
+        raise StoreError(f"no database at '{mask_url(url)}' (`cursorbench run` records one)")
+    engine = open_engine(url)
+    try:
+        revision = _revision(engine, mask_url(url))
+    except StoreError:
+        engine.dispose()
+        raise
+    if revision != HEAD:
+        engine.dispose()
+        raise StoreError(out_of_date_message(revision, mask_url(url)))
+    return SqlStore(engine, url)
+
+
+def _sqlite_file_exists(url: str) -> bool:
+    """False only for a SQLite URL whose file is not there (other URLs: True)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return True  # open_engine words the bad URL
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return True
+    return Path(parsed.database).is_file()
+
+
+def _revision(engine: Any, shown: str) -> str:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from leaderboard.migrate import revision_of
+    from leaderboard.store import StoreError
+
+    try:
+        with engine.connect() as conn:
+            revision = revision_of(conn)
+    except SQLAlchemyError as error:
+        raise StoreError(f"cannot read '{shown}': {_reason(error)}") from None
+    if revision is None:
+        raise StoreError(f"'{shown}' holds no results yet (`cursorbench run` records one)")
+    return str(revision)
+
+
+def _resolve(conn: Any, given: str) -> str:
+    """The run whose id is `given`, or the one run whose id starts with it."""
+    from sqlalchemy import select
+
+    from leaderboard.queries import QueryError
+    from leaderboard.schema import RunRow
+
+    if conn.execute(select(RunRow.id).where(RunRow.id == given)).first():
+        return given
+    query = select(RunRow.id).where(RunRow.id.startswith(given, autoescape=True)).limit(6)
+    found = list(conn.scalars(query)) if given else []
+    if not found:
+        raise QueryError(f"no run {given!r} (by id or id prefix)")
+    if len(found) > 1:
+        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise QueryError(f"run id prefix {given!r} is ambiguous: {shown}; give more characters")
+    return str(found[0])
+
+
+def short_ids(ids: list[str], least: int = 8) -> dict[str, str]:
+    """Each id's shortest prefix of at least `least` characters that no other id shares."""
+    ordered = sorted(set(ids))
+    short = {}
+    for index, run_id in enumerate(ordered):
+        neighbours = ordered[max(0, index - 1) : index] + ordered[index + 1 : index + 2]
+        common = max((_common(run_id, other) for other in neighbours), default=0)
+        short[run_id] = run_id[: max(least, common + 1)]
+    return short
+
+
+def _common(one: str, two: str) -> int:
+    length = 0
+    for a, b in zip(one, two, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
 
 
 def _reason(error: SQLAlchemyError) -> str:
@@ -102,6 +196,25 @@ def _print_json(data: Any) -> None:
 
 def _interval(score: float, low: float, high: float) -> str:
     return f"{score:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def _coverage(attempts: int, planned: int | None) -> str:
+    return f"{attempts}/{planned}" if planned else str(attempts)
+
+
+def _money(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
+
+
+def _known_filters(choices: dict[str, list[str]], filters: Any) -> None:
+    """An unknown filter value is an error (exit 2), not an empty table."""
+    from leaderboard.queries import QueryError
+
+    for name, value in filters.model_dump().items():
+        if value is not None and value not in choices.get(name, []):
+            known = ", ".join(choices.get(name, [])[:10]) or "none recorded"
+            flag = "--" + name.replace("_", "-")
+            raise QueryError(f"{flag} {value!r}: no such value in the store (known: {known})")
 
 
 # --- runs ---------------------------------------------------------------------------------
@@ -120,27 +233,34 @@ def runs_list(
 ) -> None:
     """Every run: id, model, suite, started, complete or not, resolved rate with its 95%
     interval, CI-aware rank, cost; for checkpoint runs the training run, step and gate."""
-    from leaderboard import queries
+    from leaderboard import queries, summaries
 
     filters = queries.Filters(
         suite=suite, model=model, category=category, eval=eval_name, training_run=training_run
     )
-    store = _store(db)
+    if not _sqlite_file_exists(_url(db)) and filters == queries.Filters():
+        _print_json([]) if as_json else console.print(f"no runs: no database at '{_url(db)}'")
+        return
+    store = _reader(db)
     try:
         with store.engine.connect() as conn:
+            _known_filters(queries.filter_choices(conn), filters)
             rows = queries.leaderboard(conn, filters)
+            more = summaries.extras(conn, [row.run_id for row in rows])
     finally:
         store.close()
     if as_json:
-        _print_json([row.model_dump(mode="json") for row in rows])
+        _print_json([row.model_dump(mode="json") | more.get(row.run_id, {}) for row in rows])
         return
     if not rows:
-        console.print(f"no runs in '{store.url}' (`cursorbench run` adds one)")
+        console.print(f"no runs in '{store.url}' match (`cursorbench run` adds one)")
         return
+    short = short_ids([row.run_id for row in rows])
     table = Table("rank", "run", "model", "suite", "started", "complete", "score [95% CI]")
-    for column in ("attempts", "cost $", "checkpoint", "gate", "note"):
+    for column in ("attempts", "cost $/task", "checkpoint", "gate", "note"):
         table.add_column(column)
     for row in rows:
+        extra = more.get(row.run_id, {})
         notes = []
         if row.repeat_of:
             notes.append(f"repeat of {row.repeat_of[:12]}")
@@ -148,14 +268,14 @@ def runs_list(
             notes.append(f"{row.tampering} tampering")
         table.add_row(
             str(row.rank),
-            row.run_id,
+            short[row.run_id],
             row.model,
             f"{row.suite}@{row.version}",
             row.started.strftime("%Y-%m-%d %H:%M"),
             "yes" if row.complete else row.status,
             _interval(row.score, row.low, row.high),
-            str(row.attempts),
-            f"{row.cost_usd:.2f}",
+            _coverage(row.attempts, extra.get("planned")),
+            _money(extra.get("cost_per_task")),
             f"{row.training_run}@{row.step}" if row.training_run else "",
             (row.gate_decision or "") + (", promoted" if row.promoted else ""),
             "; ".join(notes),
@@ -167,14 +287,16 @@ def runs_list(
 @one_line_errors
 def runs_show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     """One run: identity, figures, breakdowns per category and eval, attempts."""
-    from leaderboard import queries
+    from leaderboard import queries, summaries
 
-    store = _store(db)
+    store = _reader(db)
     try:
         with store.engine.connect() as conn:
-            detail = queries.run_detail(conn, run_id)
+            detail = queries.run_detail(conn, _resolve(conn, run_id))
+            extra = summaries.extras(conn, [detail.run_id]).get(detail.run_id, {})
     finally:
         store.close()
+    detail.figures |= extra
     if as_json:
         _print_json(detail.model_dump(mode="json"))
         return
@@ -193,7 +315,18 @@ def runs_show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> 
         console.print(
             f"resolved {figures['resolved']}/{figures['attempts']} "
             + _interval(figures["resolved_rate"], figures["rate_low"], figures["rate_high"])
-            + f", cost ${figures['cost_usd'] or 0:.4f}"
+            + " (95% CI over tasks)"
+            + (
+                f", {_coverage(figures['attempts'], extra['planned'])} planned attempts recorded"
+                if extra.get("planned")
+                else ""
+            )
+            + (
+                f", cost ${figures['cost_usd'] or 0:.4f} (${_money(extra.get('cost_per_task'))}"
+                " per task)"
+                if extra.get("cost_known", True)
+                else ", cost unknown (no price)"
+            )
         )
     breakdown = Table("kind", "key", "n", "mean [95% CI]")
     for row in detail.breakdowns:
@@ -222,9 +355,10 @@ def runs_compare(first: str, second: str, db: DbOption = None, as_json: JsonOpti
     paired bootstrap intervals for resolved rate, tests passed, cost and latency."""
     from leaderboard import queries
 
-    store = _store(db)
+    store = _reader(db)
     try:
         with store.engine.connect() as conn:
+            first, second = _resolve(conn, first), _resolve(conn, second)
             comparison = queries.compare(conn, first, second)
     finally:
         store.close()
@@ -232,15 +366,23 @@ def runs_compare(first: str, second: str, db: DbOption = None, as_json: JsonOpti
         _print_json(comparison.model_dump(mode="json"))
         return
     c = comparison
-    console.print(f"{second} vs {first}: {c.shared_tasks} tasks, {c.shared_attempts} attempts")
-    table = Table("measure", "difference", "95% CI")
+    console.print(
+        f"{second} ({c.second_model}) vs {first} ({c.first_model}), suite {c.suite_version}: "
+        f"{c.shared_tasks} shared tasks, {c.shared_attempts} shared attempts"
+    )
+    for run_id, rate in ((first, c.first_rate), (second, c.second_rate)):
+        console.print(f"  {run_id}: resolved {_interval(rate.estimate, rate.low, rate.high)}")
+    table = Table("measure", "difference", "95% CI (over tasks)")
     for name in ("resolved", "tests_passed", "cost_usd", "latency_s"):
         paired = getattr(c, name)
-        table.add_row(name, f"{paired.difference:+.4f}", f"[{paired.low:+.4f}, {paired.high:+.4f}]")
+        note = " no task differs" if paired.degenerate else ""
+        table.add_row(
+            name, f"{paired.difference:+.4f}", f"[{paired.low:+.4f}, {paired.high:+.4f}]{note}"
+        )
     console.print(table)
     console.print(
-        f"McNemar exact p = {c.mcnemar_p:.4g} ({c.first_only} resolved by {first} only, "
-        f"{c.second_only} by {second} only)"
+        f"paired exact p over tasks = {c.mcnemar_p:.4g} ({c.first_only} tasks resolved more "
+        f"often by {first}, {c.second_only} by {second})"
     )
     for label, flips in (("gained", c.gained), ("lost", c.lost)):
         for flip in flips:
@@ -253,8 +395,10 @@ def runs_delete(run_id: str, db: DbOption = None) -> None:
     """Delete a run and all it recorded (the run folder stays)."""
     from leaderboard import queries
 
-    store = _store(db)
+    store = _reader(db)
     try:
+        with store.engine.connect() as conn:
+            run_id = _resolve(conn, run_id)
         if not store.delete_run(run_id):
             raise queries.QueryError(f"no run {run_id!r} in '{store.url}'")
     finally:
@@ -284,9 +428,10 @@ def runs_export(
 
     if fmt not in EXPORT_FORMATS:
         raise TransferError(f"--format {fmt!r}: one of {', '.join(EXPORT_FORMATS)}")
-    store = _store(db)
+    store = _reader(db)
     try:
         with store.engine.connect() as conn:
+            run_ids = [_resolve(conn, run_id) for run_id in run_ids or []]
             if fmt == "swebench":
                 if not run_ids or len(run_ids) != 1:
                     raise TransferError("--format swebench exports exactly one run")
@@ -335,8 +480,10 @@ def runs_checkpoint(
     db: DbOption = None,
 ) -> None:
     """Mark a run as the evaluation of a training run's checkpoint."""
-    store = _store(db)
+    store = _reader(db)
     try:
+        with store.engine.connect() as conn:
+            run_id = _resolve(conn, run_id)
         checkpoint = store.attach_checkpoint(run_id, training_run, step, tokens_seen)
     finally:
         store.close()
@@ -352,21 +499,29 @@ def gate_command(
     rules: Annotated[Path | None, typer.Option(help="Rules file (YAML or JSON).")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the summary here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write JSON here.")] = None,
+    link: Annotated[
+        str | None,
+        typer.Option(help="The dashboard's base URL: the summary links each task lost or gained."),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Is the candidate at least as good as the baseline? Exit 0 pass, 1 fail, 2 error.
-    Prints a Markdown summary (also appended to $GITHUB_STEP_SUMMARY when set)."""
+    """Is the candidate at least as good as the baseline? Exit 0 pass, 1 fail (and
+    inconclusive unless the rules say otherwise), 2 error (unknown runs, runs that do not
+    cover the same tasks x epochs of one suite version, bad rules). Prints a Markdown summary
+    (also appended to $GITHUB_STEP_SUMMARY when set)."""
     from leaderboard.gate import gate, load_rules
 
     caught: tuple[type[Exception], ...] = (*known_errors(), OSError)
     try:
         decision_rules = load_rules(rules)
-        store = _store(db)
+        store = _reader(db)
         try:
+            with store.engine.connect() as conn:
+                candidate, baseline = _resolve(conn, candidate), _resolve(conn, baseline)
             decision = gate(candidate, baseline, decision_rules, store)
         finally:
             store.close()
-        text = decision.to_markdown()
+        text = decision.to_markdown(link)
         for path, content in ((markdown, text), (json_out, decision.to_json())):
             if path is not None:
                 path.write_text(content, encoding="utf-8")
@@ -392,6 +547,7 @@ def dashboard_command(
     """Serve the leaderboard web page (open the printed URL)."""
     from leaderboard.dashboard import serve
 
+    _reader(db).close()  # a read-only view: refuse a database that is not there
     serve(_url(db), host, port)
 
 
@@ -426,6 +582,8 @@ def db_current(db: DbOption = None) -> None:
     from leaderboard.migrate import HEAD, revision_of
     from leaderboard.store import StoreError, mask_url, open_engine
 
+    if not _sqlite_file_exists(_url(db)):
+        raise StoreError(f"no database at '{mask_url(_url(db))}'; this version writes {HEAD}")
     engine = open_engine(_url(db))
     try:
         with engine.connect() as conn:

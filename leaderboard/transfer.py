@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import Connection, Select, select, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from harness.plan import RunConfig
 from harness.results import in_order
@@ -78,7 +79,14 @@ def to_frame(conn: Connection, query: Select[Any] | str) -> pandas.DataFrame:
     import pandas as pd
 
     statement = text(query) if isinstance(query, str) else query
-    result = conn.execute(statement)
+    try:
+        result = conn.execute(statement)
+    except SQLAlchemyError as error:
+        if not isinstance(query, str):
+            raise
+        conn.rollback()  # PostgreSQL aborts the transaction on an error
+        reason = " ".join(str(getattr(error, "orig", None) or error).split()).split(" [SQL:")[0]
+        raise TransferError(f"--sql: the database refused the query: {reason[:300]}") from None
     frame = pd.DataFrame(result.fetchall(), columns=list(result.keys()))
     for column in frame.columns:  # JSON columns hold lists and dicts: keep them as text
         if frame[column].map(lambda v: isinstance(v, list | dict)).any():
@@ -98,21 +106,34 @@ def write_frame(frame: pandas.DataFrame, path: Path, fmt: str) -> None:
 
 
 def swebench_predictions(conn: Connection, run_id: str) -> list[dict[str, str]]:
-    """One prediction per task (its first epoch) with the patch the agent made ('' if none
-    was kept)."""
+    """One prediction per task (its first epoch) with the patch the agent made ('' only when
+    it changed nothing). A patch that cannot be found (the trajectory is neither stored nor
+    reachable at the run folder's path) is a `TransferError`, not an empty prediction."""
     model = conn.execute(select(RunRow.model).where(RunRow.id == run_id)).scalar_one_or_none()
     if model is None:
         raise TransferError(f"no run {run_id!r} in the store")
     keys = conn.execute(
-        select(AttemptRow.task_id, AttemptRow.epoch)
+        select(
+            AttemptRow.task_id,
+            AttemptRow.epoch,
+            AttemptRow.resolved,
+            AttemptRow.diff_lines_added + AttemptRow.diff_lines_removed,
+        )
         .where(AttemptRow.run_id == run_id)
         .order_by(AttemptRow.task_id, AttemptRow.epoch)
     ).all()
     predictions: dict[str, dict[str, str]] = {}
-    for task_id, epoch in keys:
+    for task_id, epoch, resolved, changed in keys:
         if task_id in predictions:
             continue
         view = attempt_view(conn, run_id, task_id, epoch)
+        if view.diff is None and (view.trajectory_source is None or resolved or changed):
+            where = view.trajectory_source or "neither stored nor at the run folder's path"
+            raise TransferError(
+                f"no patch found for {task_id}#{epoch} of run {run_id} (trajectory: {where}); "
+                "nothing written: import the run folder with --with-trajectories, or export "
+                "where the folder is"
+            )
         predictions[task_id] = {
             "instance_id": task_id,
             "model_name_or_path": model,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,9 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine
 
+from harness.pricing import unknown_price_warning
+from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome
+from harness.summary import summarize
 from leaderboard import open_store
 from leaderboard.migrate import alembic_config
 from tests.cli_runner import CliResult, cursorbench
@@ -21,6 +26,7 @@ BASE = {task: [i < 30] for i, task in enumerate(TASKS)}
 
 
 cli = cursorbench
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -70,11 +76,15 @@ def test_runs_commands_and_gate_exit_statuses(
     assert (compared["first_only"], compared["second_only"]) == (15, 0)
     assert len(compared["lost"]) == 15
 
+    tied = cli("gate", "--candidate", "same", "--baseline", "base", "--db", db_url)
+    assert tied.returncode == 1 and "⚠️ inconclusive" in tied.stdout  # 40 ties: +-8.8%
     summary = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    wide = tmp_path / "wide.yaml"
+    wide.write_text("max_regression: 0.1\n")
     passed = cli(
         "gate", "--candidate", "same", "--baseline", "base", "--db", db_url,
-        "--json", str(tmp_path / "gate.json"),
+        "--json", str(tmp_path / "gate.json"), "--rules", str(wide),
     )  # fmt: skip
     monkeypatch.delenv("GITHUB_STEP_SUMMARY")
     assert passed.returncode == 0, passed.stderr
@@ -166,6 +176,13 @@ def test_import_export_and_a_repeated_run_folder(
         (second.id, 1, "complete")
     ]
     shutil.rmtree(out)  # the trajectory now comes from the stored blob
+    lost = tmp_path / "lost.jsonl"
+    one_line_error(
+        cli("runs", "export", second.id, "--format", "swebench", "--out", str(lost),
+            "--db", db_url),
+        f"no patch found for textkit-slugify#0 of run {second.id}",
+    )  # fmt: skip
+    assert not lost.exists()  # not an empty model_patch for a resolved attempt
     predictions = tmp_path / "preds.jsonl"
     done = cli("runs", "export", second.id, "--format", "swebench", "--out", str(predictions),
                "--db", other)  # fmt: skip
@@ -175,3 +192,151 @@ def test_import_export_and_a_repeated_run_folder(
     assert prediction["model_name_or_path"] == "reference-solver"
     assert prediction["model_patch"].startswith("diff --git")
     one_line_error(cli("runs", "import", str(tmp_path / "nowhere"), "--db", other), "nowhere")
+
+
+READ_ONLY = (
+    ("runs", "show", "abc"),
+    ("runs", "compare", "a", "b"),
+    ("runs", "export", "--out", "x.csv"),
+    ("runs", "delete", "abc"),
+    ("gate", "--candidate", "a", "--baseline", "b"),
+    ("dashboard",),
+    ("db", "current"),
+)
+
+
+def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
+    missing = tmp_path / "new" / "lb.sqlite"
+    url = f"sqlite:///{missing}"
+    for args in READ_ONLY:
+        one_line_error(cli(*args, "--db", url), "no database at")
+    listed = cli("runs", "list", "--db", url)
+    assert listed.returncode == 0 and "no runs" in listed.stdout
+    assert json.loads(cli("runs", "list", "--json", "--db", url).stdout) == []
+    assert not missing.exists() and not missing.parent.exists()
+
+
+def test_read_only_commands_leave_an_empty_postgresql_schema_empty(pg_admin: Any) -> None:
+    from sqlalchemy import inspect, text
+
+    schema = f"cb_test_{uuid.uuid4().hex}"
+    with pg_admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = f"{pg_admin.url.render_as_string(hide_password=False)}?options=-csearch_path%3D{schema}"
+    try:
+        for args in (("gate", "--candidate", "a", "--baseline", "b"), ("runs", "show", "a")):
+            one_line_error(cli(*args, "--db", url), "holds no results yet")
+        with pg_admin.connect() as conn:
+            assert inspect(conn).get_table_names(schema=schema) == []
+    finally:
+        with pg_admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+
+
+@pytest.fixture
+def two_suites(db: Any, fill: Any) -> str:
+    """A store (SQLite file or PostgreSQL schema) with runs on two suite versions; its URL."""
+    store = db.open()
+    fill(store, "run-one-aaaa", BASE, model="model-a")
+    fill(store, "run-one-aaab", BASE, model="model-b")
+    fill(store, "run-two-bbbb", BASE, model="model-a", suite_version="0.2")
+    if db.dialect == "sqlite":
+        return str(db.url)
+    return f"{db.url}?options=-csearch_path%3D{db.connect_args['options'].split('=')[1]}"
+
+
+def test_runs_compare_across_suite_versions_is_refused_like_the_gate(two_suites: str) -> None:
+    url = two_suites
+    says = "different suite versions (0.1 vs 0.2)"
+    one_line_error(cli("runs", "compare", "run-one-aaaa", "run-two-bbbb", "--db", url), says)
+    gate = cli("gate", "--candidate", "run-two-bbbb", "--baseline", "run-one-aaaa", "--db", url)
+    one_line_error(gate, "different suite versions (0.2 vs 0.1)")
+
+
+def test_export_sql_with_a_bad_column_is_one_line(two_suites: str, tmp_path: Path) -> None:
+    out = tmp_path / "q.csv"
+    done = cli("runs", "export", "--sql", "select no_such_column from attempts", "--out",
+               str(out), "--db", two_suites)  # fmt: skip
+    one_line_error(done, "--sql: the database refused the query")
+    assert "no_such_column" in done.stderr and not out.exists()
+
+
+def test_an_unknown_filter_value_exits_non_zero(two_suites: str) -> None:
+    for flag, value in (("--model", "nope"), ("--suite", "smoke@9"), ("--category", "x"),
+                        ("--eval", "judge"), ("--training-run", "t")):  # fmt: skip
+        one_line_error(cli("runs", "list", flag, value, "--db", two_suites), f"{flag} '{value}'")
+    assert cli("runs", "list", "--model", "model-b", "--db", two_suites).returncode == 0
+
+
+def test_runs_are_named_by_a_unique_id_prefix(two_suites: str) -> None:
+    url = two_suites
+    shown = json.loads(cli("runs", "show", "run-two", "--db", url, "--json").stdout)
+    assert shown["run_id"] == "run-two-bbbb"
+    one_line_error(
+        cli("runs", "show", "run-one", "--db", url), "ambiguous: run-one-aaaa, run-one-aaab"
+    )
+    one_line_error(cli("runs", "show", "zzz", "--db", url), "no run 'zzz'")
+    one_line_error(cli("runs", "show", "run%", "--db", url), "no run 'run%'")  # LIKE escaped
+    compared = cli("runs", "compare", "run-one-aaaa", "run-one-aaab", "--db", url, "--json")
+    assert json.loads(compared.stdout)["second"] == "run-one-aaab"
+    listed = cli("runs", "list", "--db", url).stdout
+    # the shortest unique prefix of at least 8 characters, which `runs show` takes back
+    assert "run-one-aaaa" in listed and "run-two-" in listed and "run-two-bbbb" not in listed
+
+
+def test_a_partial_candidate_is_refused_by_the_gate(db_url: str, fill: Any) -> None:
+    store = open_store(db_url)
+    fill(store, "base", {f"t{i}": [True, True, False] for i in range(6)})
+    fill(store, "one", {"t0": [True]})
+    store.close()
+
+    done = cli("gate", "--candidate", "one", "--baseline", "base", "--db", db_url)
+
+    one_line_error(done, "share 1 of the 18 tasks x epochs")
+    assert "min_coverage" in done.stderr
+
+
+def test_tests_passed_counts_attempts_that_never_reached_grading(
+    db_url: str, fill: Any, tmp_path: Path
+) -> None:
+    store = open_store(db_url)
+    fill(store, "base", {f"t{i}": [True] for i in range(10)})
+    skipped = [
+        AttemptResult(
+            task_id=f"t{i}",
+            epoch=0,
+            status=Status.RESOLVED if i < 2 else Status.FAILED,
+            failure=None if i < 2 else Failure.EMPTY_DIFF,
+            tests={"t::a": TestOutcome.PASSED} if i < 2 else {},
+            started_at=T0,
+            finished_at=T0,
+        )
+        for i in range(10)
+    ]
+    store.start_run(
+        RunInfo(id="skipper", created_at=T0, model="m", base_url="http://x/v1",
+                endpoint_label="external", suite_version="0.1", config_hash="h",
+                config={"epochs": 1, "tasks": {f"t{i}": "d" for i in range(10)}},
+                sandbox="subprocess",
+                warnings=[unknown_price_warning("m")])
+    )  # fmt: skip
+    store.record_many("skipper", skipped)
+    store.finish_run("skipper", summarize(skipped, 10))
+    store.close()
+
+    shown = json.loads(cli("runs", "show", "skipper", "--db", db_url, "--json").stdout)
+    tests_passed = next(row for row in shown["breakdowns"] if row["key"] == "tests_passed")
+    assert (tests_passed["mean"], tests_passed["n"]) == (0.2, 10)  # not 100% of 2
+    assert tests_passed["high"] < 0.6
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("eval_floors: {tests_passed: 0.6}\nmin_coverage: 1\nmax_cost_usd: 5\n")
+    gated = cli("gate", "--candidate", "skipper", "--baseline", "base", "--db", db_url,
+                "--rules", str(rules))  # fmt: skip
+    assert gated.returncode == 1 and "| eval tests_passed | ❌ fail | 0.2 |" in gated.stdout
+    assert "cost unknown" in gated.stdout  # no price is not $0
+    listed = {row["run_id"]: row for row in json.loads(
+        cli("runs", "list", "--db", db_url, "--json").stdout)}  # fmt: skip
+    assert listed["skipper"]["cost_known"] is False and listed["skipper"]["cost_per_task"] is None
+    assert listed["base"]["cost_per_task"] == pytest.approx(0.01)
+    assert listed["base"]["tokens_per_task"] == 1100
+    assert "cost unknown" in cli("runs", "show", "skipper", "--db", db_url).stdout
