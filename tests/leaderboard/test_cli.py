@@ -15,7 +15,8 @@ from alembic import command
 from sqlalchemy import create_engine
 
 from harness.pricing import unknown_price_warning
-from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome
+from harness.results import AttemptResult, Failure, RunInfo, Status
+from harness.results import TestOutcome as Outcome
 from harness.summary import summarize
 from leaderboard import open_store
 from leaderboard.migrate import alembic_config
@@ -307,7 +308,7 @@ def test_tests_passed_counts_attempts_that_never_reached_grading(
             epoch=0,
             status=Status.RESOLVED if i < 2 else Status.FAILED,
             failure=None if i < 2 else Failure.EMPTY_DIFF,
-            tests={"t::a": TestOutcome.PASSED} if i < 2 else {},
+            tests={"t::a": Outcome.PASSED} if i < 2 else {},
             started_at=T0,
             finished_at=T0,
         )
