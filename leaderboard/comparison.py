@@ -1,8 +1,9 @@
 """Two runs of the same suite version compared on their shared (task, epoch) attempts.
 
 The unit is the task: each task's epochs are averaged first, then the exact paired sign-flip
-test over tasks (exact McNemar over tasks with one epoch) and paired bootstrap intervals that
-resample tasks, for the resolved rate, the share of tests passed, cost and latency. Each run's
+test over tasks (exact McNemar over tasks with one epoch); MOVER intervals of the difference
+for the resolved rate and the share of tests passed (`stats.paired_rate_difference`), and
+paired bootstrap intervals that resample tasks for cost and latency. Each run's
 own resolved rate on the shared attempts comes with its task-clustered interval.
 """
 
@@ -19,7 +20,7 @@ from leaderboard.schema import AttemptRow
 from leaderboard.standings import QueryError, run_row
 
 A = AttemptRow.__table__
-BOUNDED = frozenset({"resolved", "tests_passed"})  # measures in [0, 1]
+BOUNDED = ("resolved", "tests_passed")  # rates in [0, 1]
 
 
 class Flip(BaseModel):
@@ -87,7 +88,11 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
         "latency_s": (columns[:, 8], columns[:, 9]),
     }
     means = {name: (task_means(one), task_means(two)) for name, (one, two) in measures.items()}
-    paired = stats.paired_bootstraps(means, seed=seed, bounded=BOUNDED)
+    paired = stats.paired_bootstraps(
+        {name: means[name] for name in ("cost_usd", "latency_s")}, seed=seed
+    )
+    for name in BOUNDED:
+        paired[name] = stats.paired_rate_difference(*means[name], epochs=sizes.tolist())
     one_rate, two_rate = means["resolved"]
     scale = math.lcm(*(int(size) for size in sizes)) if len(sizes) else 1
     p_value = stats.sign_flip_p(list(two_rate - one_rate), seed=seed, scale=scale)

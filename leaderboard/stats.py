@@ -10,8 +10,9 @@
 - `pass_at_k` (the unbiased estimator of Chen et al. 2021) and `best_of_k` over epochs;
 - paired comparison of two runs over their shared tasks (each task's mean over its epochs):
   `sign_flip_p`, the exact paired permutation test (exact McNemar over tasks when each task
-  has one epoch), and `paired_bootstrap` intervals that resample tasks; when no task differs
-  the interval is `no_difference_bound` wide, not [0, 0] (`degenerate`);
+  has one epoch); `paired_rate_difference`, a MOVER interval for a difference of rates that
+  stays honest when few or no tasks differ (never [0, 0]); `paired_bootstrap` intervals
+  that resample tasks, for unbounded measures (cost, latency);
 - `tasks_to_decide`: how many tasks a paired comparison would need to settle a margin;
 - `ci_aware_ranks`: an entry's rank is 1 + the number of entries whose interval lies wholly
   above its own, so entries whose intervals overlap share a rank.
@@ -295,40 +296,94 @@ def _sign_flip_exact(steps: list[int], observed: int) -> float:
     return min(1.0, extreme / 2 ** len(steps))
 
 
-def no_difference_bound(n: int, level: float = 0.95) -> float:
-    """How far apart two runs may be when none of `n` paired tasks differs: the exact
-    (Clopper-Pearson) upper bound of the share of tasks that differ, 1 - (alpha/2)^(1/n),
-    the "rule of three" (about 3.7/n at 95%). 1 when there are no tasks."""
-    if n <= 0:
-        return 1.0
-    return 1 - ((1 - level) / 2) ** (1 / n)
-
-
 def tasks_to_decide(
     difference: float, spread: float, margin: float, level: float = 0.95
 ) -> int | None:
     """About how many paired tasks a comparison needs for its interval to clear `-margin`
     (either side), if the mean difference and the per-task standard deviation stayed as
     observed: ceil((z * spread / distance)^2). With no spread (no task differed) it is the
-    number of tied tasks that bound the difference within the margin (`no_difference_bound`).
-    None when the difference sits on the margin (no number of tasks decides)."""
-    distance = abs(difference + margin)
+    number of tied tasks whose `paired_rate_difference` lies within the margin,
+    z^2 (1 - margin) / margin (188 for 2%). None when the difference sits on the margin."""
+    z = z_for(level)
     if spread <= 0:
-        if margin <= 0:
-            return None
-        return math.ceil(math.log((1 - level) / 2) / math.log(1 - margin))
+        return math.ceil(z * z * (1 - margin) / margin) if margin > 0 else None
+    distance = abs(difference + margin)
     if distance < 1e-12:
         return None
-    return math.ceil((z_for(level) * spread / distance) ** 2)
+    return math.ceil((z * spread / distance) ** 2)
+
+
+def paired_rate_difference(
+    first: Sequence[float],
+    second: Sequence[float],
+    level: float = 0.95,
+    epochs: Sequence[int] | None = None,
+) -> PairedDifference:
+    """Mean of (second - first) over paired tasks, each value a task's rate in [0, 1] (its
+    epochs averaged), with a MOVER interval (Newcombe 1998; Zou & Donner 2008).
+
+    The difference is split into what was gained and what was lost, g_i = max(d_i, 0) and
+    l_i = max(-d_i, 0) (a task is one or the other); each share gets its task-clustered Wilson
+    interval (`clustered_totals`), and the two are recombined with their correlation r:
+    low = d - sqrt((g - g_low)^2 + (l_high - l)^2 - 2 r (g - g_low)(l_high - l)), and high
+    likewise. Because a share seen as 0 of n still has a Wilson upper end of about z^2/n,
+    one-sided or absent discordance is not read as certainty: with no task differing the
+    interval is about +-3.84/(n + 3.84) (`degenerate`), with one task gained of ten it still
+    reaches well below 0. `epochs`: the attempts behind each task's rates (1 each if not
+    given), which bound each share's effective sample size."""
+    if len(first) != len(second):
+        raise ValueError(f"paired samples differ in length: {len(first)} and {len(second)}")
+    n = len(first)
+    if n == 0:
+        return PairedDifference(0, 0.0, -1.0, 1.0, degenerate=True)
+    deltas = [float(b) - float(a) for a, b in zip(first, second, strict=True)]
+    gained = [max(d, 0.0) for d in deltas]
+    lost = [max(-d, 0.0) for d in deltas]
+    sizes = list(epochs) if epochs is not None else [1] * n
+    g = clustered_totals([x * m for x, m in zip(gained, sizes, strict=True)], sizes, level)
+    loss = clustered_totals([x * m for x, m in zip(lost, sizes, strict=True)], sizes, level)
+    r = _correlation(gained, lost)
+    difference = g.estimate - loss.estimate
+    down = _mover(g.estimate - g.low, loss.high - loss.estimate, r)
+    up = _mover(g.high - g.estimate, loss.estimate - loss.low, r)
+    spread = _sd(deltas)
+    return PairedDifference(
+        n,
+        difference,
+        max(-1.0, difference - down),
+        min(1.0, difference + up),
+        degenerate=not any(deltas),
+        spread=spread,
+    )
+
+
+def _mover(one: float, two: float, r: float) -> float:
+    return math.sqrt(max(0.0, one * one + two * two - 2 * r * one * two))
+
+
+def _sd(values: Sequence[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    centre = mean(values)
+    return math.sqrt(sum((v - centre) ** 2 for v in values) / (len(values) - 1))
+
+
+def _correlation(xs: Sequence[float], ys: Sequence[float]) -> float:
+    sx, sy = _sd(xs), _sd(ys)
+    if sx == 0 or sy == 0:
+        return 0.0
+    mx, my = mean(xs), mean(ys)
+    covariance = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / (len(xs) - 1)
+    return max(-1.0, min(1.0, covariance / (sx * sy)))
 
 
 @dataclass(frozen=True)
 class PairedDifference:
     """Second minus first, over paired items (tasks), with its interval.
 
-    `degenerate`: no item differed, so the interval is not a measured spread but the bound
-    that many tied items allow (`no_difference_bound`) for a measure in [0, 1], and [0, 0]
-    for an unbounded one; either way it is no evidence of equality on its own."""
+    `degenerate`: no item differed. For a rate (`paired_rate_difference`) the interval is
+    then the width that many tied tasks allow; for a bootstrap (cost, latency) it is [0, 0],
+    which is no measured spread either way: show it as "no task differs", not as certainty."""
 
     n: int
     difference: float
@@ -355,13 +410,10 @@ def paired_bootstraps(
     level: float = 0.95,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-    bounded: frozenset[str] | None = None,
 ) -> dict[str, PairedDifference]:
     """`paired_bootstrap` of several measures of the same items (tasks) at once, by name; each
-    result equals `paired_bootstrap` of that measure alone with the same seed. Measures named
-    in `bounded` (all of them when it is None) lie in [0, 1] (rates, shares): their intervals
-    stay in [-1, 1] and, when no item differs, are `no_difference_bound` wide; an unbounded
-    measure (cost, latency) that never differs gets [0, 0], marked `degenerate`."""
+    result equals `paired_bootstrap` of that measure alone with the same seed. A measure that
+    never differs gets [0, 0], marked `degenerate`."""
     names = list(pairs)
     lengths = {len(one) for one, _ in pairs.values()} | {len(two) for _, two in pairs.values()}
     for one, two in pairs.values():
@@ -373,25 +425,21 @@ def paired_bootstraps(
         return {}
     n = lengths.pop()
     if n == 0:
-        return {name: PairedDifference(0, 0.0, -1.0, 1.0, degenerate=True) for name in names}
+        return {name: PairedDifference(0, 0.0, 0.0, 0.0, degenerate=True) for name in names}
     import numpy as np
 
     deltas = np.column_stack(
         [np.asarray(two, dtype=float) - np.asarray(one, dtype=float) for one, two in pairs.values()]
     )
     means = np.sort(resample_means(deltas, resamples, seed), axis=0)
-    limited = set(names) if bounded is None else bounded
     found = {}
     for index, name in enumerate(names):
         column = deltas[:, index]
         spread = float(column.std(ddof=1)) if n > 1 else 0.0
-        if not np.any(column != 0):
-            bound = no_difference_bound(n, level) if name in limited else 0.0
-            found[name] = PairedDifference(n, 0.0, -bound, bound, degenerate=True)
-            continue
         low, high = _percentiles(means[:, index], level)
-        if name in limited:
-            low, high = max(-1.0, low), min(1.0, high)
+        if not np.any(column != 0):
+            found[name] = PairedDifference(n, 0.0, 0.0, 0.0, degenerate=True)
+            continue
         found[name] = PairedDifference(n, float(column.mean()), low, high, spread=spread)
     return found
 

@@ -113,25 +113,110 @@ def test_bootstrap_interval_lies_within_the_data(values: list[float], seed: int)
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=40))
-def test_identical_runs_get_the_tied_tasks_bound_not_a_zero_width_interval(
-    values: list[float],
-) -> None:
+def test_a_bootstrap_of_identical_runs_is_marked_degenerate(values: list[float]) -> None:
     paired = stats.paired_bootstrap(values, list(values), resamples=100)
-    bound = stats.no_difference_bound(len(values))
+    assert (paired.difference, paired.low, paired.high, paired.degenerate) == (0, 0, 0, True)
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=40))
+def test_identical_rates_get_the_tied_tasks_width_not_zero(values: list[float]) -> None:
+    paired = stats.paired_rate_difference(values, list(values))
+    n = len(values)
     assert paired.degenerate and paired.difference == 0.0
-    assert (paired.low, paired.high) == (-bound, bound)
-    assert 0 < bound < 1
+    assert paired.high == pytest.approx(-paired.low)
+    assert 1.96**2 / (n + 1.96**2) - 1e-3 <= paired.high <= 1.0  # at least the Wilson width
 
 
-def test_the_tied_tasks_bound_is_the_rule_of_three() -> None:
-    # 13 tied tasks (two runs that both solve nothing): +-24.7%, not [0, 0]
-    assert stats.no_difference_bound(13) == pytest.approx(1 - 0.025 ** (1 / 13))
-    assert stats.no_difference_bound(13) > 0.2
-    assert stats.no_difference_bound(200) == pytest.approx(3.69 / 200, rel=0.02)
-    # and it is the number of tied tasks that bounds a 2% margin
+def test_tied_tasks_bound_the_difference_by_the_wilson_width() -> None:
+    # 13 tied tasks (two runs that both solve nothing): +-22.8%, not [0, 0]
+    z2 = stats.z_for(0.95) ** 2
+    tied = stats.paired_rate_difference([0.0] * 13, [0.0] * 13)
+    assert tied.high == pytest.approx(z2 / (13 + z2)) and tied.low == -tied.high
     needed = stats.tasks_to_decide(0.0, 0.0, 0.02)
-    assert needed is not None
-    assert stats.no_difference_bound(needed) <= 0.02 < stats.no_difference_bound(needed - 1)
+    assert needed == 189
+    for n, inside in ((needed, True), (needed - 1, False)):
+        low = stats.paired_rate_difference([1.0] * n, [1.0] * n).low
+        assert (low >= -0.02) is inside
+
+
+def test_one_sided_discordance_is_not_certainty() -> None:
+    # one task gained of ten, none lost: the bootstrap said [0, 0.3]; 10 tasks cannot rule
+    # out a loss
+    paired = stats.paired_rate_difference([0.0] * 10, [1.0] + [0.0] * 9)
+    assert paired.difference == pytest.approx(0.1)
+    assert paired.low < -0.1 and paired.high < 1
+    old = stats.paired_bootstrap([0.0] * 10, [1.0] + [0.0] * 9)
+    assert old.low == 0.0  # the measured fault, for the record
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=40),
+    st.integers(1, 5),
+)
+def test_the_rate_difference_contains_its_estimate_inside_minus_1_1(
+    pairs: list[tuple[float, float]], epochs: int
+) -> None:
+    first, second = [a for a, _ in pairs], [b for _, b in pairs]
+    paired = stats.paired_rate_difference(first, second, epochs=[epochs] * len(pairs))
+    assert -1.0 <= paired.low <= paired.difference + 1e-12
+    assert paired.difference - 1e-12 <= paired.high <= 1.0
+    assert paired.low < paired.high
+
+
+def test_clustered_interval_hand_values() -> None:
+    # 13 tasks x 3 epochs, 10 always solved, 3 never: the Wilson over 39 attempts would say
+    # [61.7%, 87.4%]; the tasks are 13 samples, not 39
+    rate = stats.clustered_interval([[1, 1, 1]] * 10 + [[0, 0, 0]] * 3)
+    assert rate.estimate == pytest.approx(10 / 13) and not rate.degenerate
+    assert (rate.clusters, rate.n) == (13, 39)
+    assert rate.low < stats.wilson_interval(10, 13)[0] < stats.wilson_interval(30, 39)[0]
+    # with one epoch and 0/1 outcomes it is the Wilson interval over tasks, t-adjusted: wider
+    one = stats.clustered_interval([[1]] * 10 + [[0]] * 3)
+    assert one.low < stats.wilson_interval(10, 13)[0]
+    # every task alike: degenerate, each task one trial, never [0, 0]
+    none = stats.clustered_interval([[0, 0, 0]] * 13)
+    assert none.degenerate and (none.low, none.high) == stats.wilson_interval(0, 13)
+    assert stats.clustered_interval([]).degenerate
+
+
+@given(st.lists(st.lists(st.floats(0, 1), min_size=1, max_size=5), min_size=1, max_size=30))
+def test_clustered_intervals_stay_in_0_1_and_contain_the_mean(
+    clusters: list[list[float]],
+) -> None:
+    rate = stats.clustered_interval(clusters)
+    assert 0.0 <= rate.low <= rate.estimate + 1e-9 <= rate.high + 2e-9 <= 1.0 + 2e-9
+    assert rate.high - rate.low > 0  # never certainty
+
+
+def test_t_quantiles() -> None:
+    # Student t 97.5% quantiles (tables): df 1, 2, 3, 5, 12, 30
+    for df, value in ((1, 12.7062), (2, 4.3027), (3, 3.1824), (5, 2.5706), (12, 2.1788),
+                      (30, 2.0423)):  # fmt: skip
+        assert stats.t_for(0.95, df) == pytest.approx(value, rel=2e-3)
+
+
+@given(st.integers(0, 30), st.integers(0, 30))
+def test_the_sign_flip_test_over_0_1_tasks_is_exact_mcnemar(b: int, c: int) -> None:
+    deltas = [-1.0] * b + [1.0] * c + [0.0] * 5
+    assert stats.sign_flip_p(deltas, scale=1) == pytest.approx(stats.mcnemar_exact(b, c))
+
+
+def test_the_exact_sign_flip_test_with_epochs_matches_enumeration() -> None:
+    deltas = [1 / 3, -2 / 3, 1.0, 1.0, 1 / 3, 0.0, 2 / 3]
+    nonzero = [d for d in deltas if d]
+    observed = abs(sum(nonzero))
+    sums = [abs(sum(s * d for s, d in zip(signs, nonzero, strict=True)))
+            for signs in itertools.product((-1, 1), repeat=len(nonzero))]  # fmt: skip
+    exact = sum(total >= observed - 1e-9 for total in sums) / len(sums)
+    assert stats.sign_flip_p(deltas, scale=3) == pytest.approx(exact)
+    assert stats.sign_flip_p(deltas, resamples=20000) == pytest.approx(exact, abs=0.02)
+    assert stats.sign_flip_p([0.0, 0.0]) == 1.0
+
+
+def test_tasks_to_decide() -> None:
+    # spread 0.2 per task, observed -1%, margin 2%: (1.96 * 0.2 / 0.01)^2 = 1537 tasks
+    assert stats.tasks_to_decide(-0.01, 0.2, 0.02) == 1537
+    assert stats.tasks_to_decide(-0.02, 0.2, 0.02) is None  # on the margin
 
 
 @given(
