@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, func, select, text, update
 
+from leaderboard.gate import GateRules
 from leaderboard.schema import CheckpointRow, RunRow
 from training.gate import CheckpointGate, GateConfig, load_gate_config
 
@@ -59,7 +60,10 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
     folder.mkdir()
     for name in ("fresh", "trained"):
         shutil.copytree(checkpoints[name], folder / checkpoints[name].name)
-    config = GateConfig(tasks=["textkit-slugify"], max_tokens=16, context_length=4096)
+    # one task that neither checkpoint solves says nothing either way (inconclusive); the rule
+    # promotes such a checkpoint anyway, so the chain of baselines goes on
+    rules = GateRules(on_inconclusive="pass")
+    config = GateConfig(tasks=["textkit-slugify"], max_tokens=16, context_length=4096, rules=rules)
     runs_dir = tmp_path / "gate-runs"
     lines: list[str] = []
 
@@ -67,7 +71,7 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
         first = gate.gate_folder(folder)
     assert [(v.step, v.decision, v.promoted) for v in first] == [
         (0, "baseline", True),
-        (200, "pass", True),  # neither solves the task: no regression, promoted
+        (200, "inconclusive", True),  # neither solves the one task: promoted by the rule
     ]
     assert [v.best_step for v in first] == [0, 200] and all(v.evaluated_now for v in first)
     assert first[1].baseline_step == 0 and "gate step 200" in lines[-1]
@@ -92,8 +96,8 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
         best = gate.best()
     assert [(v.step, v.decision, v.evaluated_now) for v in again] == [
         (0, "baseline", False),
-        (200, "pass", False),  # gated again from its recorded run, not re-run
-        (300, "pass", True),
+        (200, "inconclusive", False),  # gated again from its recorded run, not re-run
+        (300, "inconclusive", True),
     ]
     assert best is not None and best.step == 300 and best.path == str(folder / "step-00000300")
     assert any("discarded an unfinished evaluation" in line for line in lines)
@@ -108,8 +112,8 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
     rows = sorted(json.loads(listed.stdout), key=lambda row: row["step"])
     assert [(r["training_run"], r["step"], r["gate_decision"], r["promoted"]) for r in rows] == [
         ("toy-run", 0, "baseline", True),
-        ("toy-run", 200, "pass", True),
-        ("toy-run", 300, "pass", True),
+        ("toy-run", 200, "inconclusive", True),
+        ("toy-run", 300, "inconclusive", True),
     ]
 
     # the watcher over the same folder: everything is recorded, so it only reads back
