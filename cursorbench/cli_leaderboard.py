@@ -198,6 +198,12 @@ def _interval(score: float, low: float, high: float) -> str:
     return f"{score:.1%} [{low:.1%}, {high:.1%}]"
 
 
+def _widest(rows: list[Any], column: str) -> int:
+    if column == "suite":
+        return max(len(f"{row.suite}@{row.version}") for row in rows)
+    return max(len(str(getattr(row, column))) for row in rows)
+
+
 def _coverage(attempts: int, planned: int | None) -> str:
     return f"{attempts}/{planned}" if planned else str(attempts)
 
@@ -256,7 +262,14 @@ def runs_list(
         console.print(f"no runs in '{store.url}' match (`cursorbench run` adds one)")
         return
     short = short_ids([row.run_id for row in rows])
-    table = Table("rank", "run", "model", "suite", "started", "complete", "score [95% CI]")
+    table = Table("rank")
+    # never cut: a run's id (its shortest unique prefix) is what `runs show` takes back
+    table.add_column("run", no_wrap=True, min_width=max(len(shown) for shown in short.values()))
+    for column in ("model", "suite"):  # names are not cut either
+        table.add_column(column, no_wrap=True, min_width=_widest(rows, column))
+    for column in ("started", "complete"):
+        table.add_column(column)
+    table.add_column("score [95% CI]", no_wrap=True)
     for column in ("attempts", "cost $/task", "checkpoint", "gate", "note"):
         table.add_column(column)
     for row in rows:
