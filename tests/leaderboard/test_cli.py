@@ -15,7 +15,7 @@ from alembic import command
 from sqlalchemy import create_engine
 
 from harness.pricing import unknown_price_warning
-from harness.results import AttemptResult, Failure, RunInfo, Status
+from harness.results import AttemptResult, Failure, RunInfo, Score, Status
 from harness.results import TestOutcome as Outcome
 from harness.summary import summarize
 from leaderboard import open_store
@@ -341,3 +341,42 @@ def test_tests_passed_counts_attempts_that_never_reached_grading(
     assert listed["base"]["cost_per_task"] == pytest.approx(0.01)
     assert listed["base"]["tokens_per_task"] == 1100
     assert "cost unknown" in cli("runs", "show", "skipper", "--db", db_url).stdout
+
+
+def test_eval_intervals_cluster_by_scenario_and_stay_in_0_1(db_url: str) -> None:
+    # 12 scenarios x 3 epochs: intent scores that are all 1.0 but one scenario's, which is 0.2;
+    # a normal interval over the 36 attempts reached past 100%, and all-1.0 was [100, 100]
+    store = open_store(db_url)
+    scored = [
+        AttemptResult(
+            task_id=f"intent-{i:02d}",
+            epoch=epoch,
+            status=Status.RESOLVED,
+            scores={
+                "intent": Score(value=0.2 if i == 0 else 1.0),
+                "eager": Score(value=1.0),
+            },
+            started_at=T0,
+            finished_at=T0,
+        )
+        for i in range(12)
+        for epoch in range(3)
+    ]
+    store.start_run(
+        RunInfo(id="evals", created_at=T0, model="m", base_url="http://x/v1",
+                endpoint_label="external", suite_version="0.1", config_hash="h",
+                config={"epochs": 3, "tasks": [f"intent-{i:02d}" for i in range(12)]},
+                sandbox="subprocess")
+    )  # fmt: skip
+    store.record_many("evals", scored)
+    store.finish_run("evals", summarize(scored, len(scored)))
+    store.close()
+
+    shown = json.loads(cli("runs", "show", "evals", "--db", db_url, "--json").stdout)
+    rows = {row["key"]: row for row in shown["breakdowns"] if row["kind"] == "eval"}
+    intent, eager = rows["intent"], rows["eager"]
+    assert intent["mean"] == pytest.approx((0.2 + 11) / 12)
+    assert 0.0 <= intent["low"] < intent["mean"] < intent["high"] <= 1.0
+    # one scenario in twelve: the interval is as wide as 12 samples allow, not 36
+    assert intent["low"] < 0.8
+    assert eager["mean"] == 1.0 and eager["high"] == 1.0 and eager["low"] < 0.8  # not [1, 1]
