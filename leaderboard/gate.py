@@ -161,8 +161,8 @@ class GateDecision(BaseModel):
         if self.tasks_needed is not None:
             lines += [
                 "",
-                f"Undecided: about {self.tasks_needed} tasks would decide at this difference "
-                "and per-task spread.",
+                f"Undecided: about {self.tasks_needed} tasks would decide (80% power) at this "
+                "difference and per-task spread.",
             ]
         for label, flips in (("lost", c.lost), ("gained", c.gained)):
             if flips:

@@ -13,7 +13,8 @@
   has one epoch); `paired_rate_difference`, a MOVER interval for a difference of rates that
   stays honest when few or no tasks differ (never [0, 0]); `paired_bootstrap` intervals
   that resample tasks, for unbounded measures (cost, latency);
-- `tasks_to_decide`: how many tasks a paired comparison would need to settle a margin;
+- `tasks_to_decide`: how many tasks a paired comparison would need to settle a margin (80%
+  power);
 - `ci_aware_ranks`: an entry's rank is 1 + the number of entries whose interval lies wholly
   above its own, so entries whose intervals overlap share a rank.
 
@@ -297,20 +298,22 @@ def _sign_flip_exact(steps: list[int], observed: int) -> float:
 
 
 def tasks_to_decide(
-    difference: float, spread: float, margin: float, level: float = 0.95
+    difference: float, spread: float, margin: float, level: float = 0.95, power: float = 0.8
 ) -> int | None:
     """About how many paired tasks a comparison needs for its interval to clear `-margin`
-    (either side), if the mean difference and the per-task standard deviation stayed as
-    observed: ceil((z * spread / distance)^2). With no spread (no task differed) it is the
-    number of tied tasks whose `paired_rate_difference` lies within the margin,
-    z^2 (1 - margin) / margin (188 for 2%). None when the difference sits on the margin."""
+    with probability `power`, if the mean difference and the per-task standard deviation
+    are what was observed: ceil(((z_level + z_power) * spread / distance)^2), the normal
+    approximation's sample size. With no spread (no task differed) it is the number of tied
+    tasks whose `paired_rate_difference` lies within the margin, z^2 (1 - margin) / margin
+    (189 for 2%). None when the difference sits on the margin (no number of tasks decides)."""
     z = z_for(level)
     if spread <= 0:
         return math.ceil(z * z * (1 - margin) / margin) if margin > 0 else None
     distance = abs(difference + margin)
     if distance < 1e-12:
         return None
-    return math.ceil((z * spread / distance) ** 2)
+    beta = NormalDist().inv_cdf(power)
+    return math.ceil(((z + beta) * spread / distance) ** 2)
 
 
 def paired_rate_difference(

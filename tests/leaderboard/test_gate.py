@@ -50,6 +50,10 @@ def test_a_candidate_identical_to_its_baseline_on_40_tasks_is_inconclusive(
     assert c.resolved.high == pytest.approx(z2 / (40 + z2)) and c.resolved.low == -c.resolved.high
     assert decision.tasks_needed == 189  # tied tasks that bound it within 2%
     assert "about 189 tasks would decide" in decision.to_markdown()
+    noisy = flipped(lose=2, gain=1)  # -1/40, spread 0.27: ((1.96 + 0.84) * 0.27 / 0.005)^2
+    fill(store, "noisy", noisy)
+    needed = gate("noisy", "base", GateRules(), store).tasks_needed
+    assert needed is not None and 20_000 < needed < 25_000
 
 
 def test_ties_on_enough_tasks_pass(sqlite_store: SqlStore, fill: Any) -> None:

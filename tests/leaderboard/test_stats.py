@@ -214,8 +214,10 @@ def test_the_exact_sign_flip_test_with_epochs_matches_enumeration() -> None:
 
 
 def test_tasks_to_decide() -> None:
-    # spread 0.2 per task, observed -1%, margin 2%: (1.96 * 0.2 / 0.01)^2 = 1537 tasks
-    assert stats.tasks_to_decide(-0.01, 0.2, 0.02) == 1537
+    # spread 0.2 per task, observed -1%, margin 2%, 80% power:
+    # ((1.95996 + 0.84162) * 0.2 / 0.01)^2 = 3139.5 tasks
+    assert stats.tasks_to_decide(-0.01, 0.2, 0.02) == 3140
+    assert stats.tasks_to_decide(-0.01, 0.2, 0.02, power=0.5) == 1537  # the interval alone
     assert stats.tasks_to_decide(-0.02, 0.2, 0.02) is None  # on the margin
 
 
