@@ -140,7 +140,7 @@ def prepare(
     task_options, epochs = _tasks_and_epochs(spec, replay)
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
     # Checked before building (a cold build takes seconds per task): a mistyped backend,
-    # price table or database URL fails at once.
+    # price table or database URL, or a database that needs upgrading, fails at once.
     try:
         backend_name = choose_backend(spec.sandbox.kind)
     except SandboxUnavailable as error:
@@ -150,9 +150,9 @@ def prepare(
     warnings += price_warnings
     db_url = spec.store.resolved_url() if isinstance(spec.store, SqlStoreSpec) else None
     if store is None and db_url is not None:
-        from leaderboard.store import parse_url
+        from leaderboard.store import check_store
 
-        parse_url(db_url)
+        check_store(db_url)
     built = build_many(suite)
     scenarios, eval_tasks = _eval_tasks(spec.evals)
     if replay is not None:

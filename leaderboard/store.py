@@ -49,7 +49,13 @@ from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
 from harness.summary import RunSummary
 from leaderboard import bulk, rows, summaries
-from leaderboard.migrate import SchemaOutOfDate, ensure_current
+from leaderboard.migrate import (
+    HEAD,
+    SchemaOutOfDate,
+    ensure_current,
+    out_of_date_message,
+    revision_of,
+)
 from leaderboard.schema import AttemptRow, CheckpointRow, RunRow, TaskRow
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another one before giving up
@@ -96,6 +102,30 @@ def open_engine(url: str, *, connect_args: dict[str, Any] | None = None) -> Engi
     if sqlite:
         event.listen(engine, "connect", _set_sqlite_pragmas)
     return engine
+
+
+def check_store(url: str) -> None:
+    """Refuses a database a run could not write to (an unparsable URL, a server that does not
+    answer, a schema that needs `cursorbench db upgrade`) before the run's slow set-up, with
+    the message `open_store` would give later. Creates nothing: a missing SQLite file or an
+    empty database passes (the run creates its schema once the endpoint has answered)."""
+    parsed = parse_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() == "sqlite" and (
+        not database or database == ":memory:" or not Path(database).expanduser().exists()
+    ):
+        return
+    shown = mask_url(url)
+    engine = open_engine(url)
+    try:
+        with engine.connect() as conn:
+            revision = revision_of(conn)
+    except SQLAlchemyError as exc:
+        raise StoreError(_message("open", shown, exc, url)) from exc
+    finally:
+        engine.dispose()
+    if revision is not None and revision != HEAD:
+        raise StoreError(out_of_date_message(revision, shown))
 
 
 def open_store(url: str, *, connect_args: dict[str, Any] | None = None) -> SqlStore:

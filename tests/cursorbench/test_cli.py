@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -500,7 +501,7 @@ def test_a_run_in_a_log_prints_a_line_per_attempt_and_each_retry(tmp_path: Path,
     lines = done.stderr.splitlines()
     retry = [line for line in lines if line.startswith("retry 1/4 for textkit-")]
     assert len(retry) == 1 and "HTTP 429" in retry[0], done.stderr
-    finished = [line for line in lines if line.startswith("[")]
+    finished = [line for line in lines if re.match(r"\[\d+/\d+\] ", line)]  # not [build]
     assert [line.split()[0] for line in finished] == ["[1/2]", "[2/2]"]
     assert "failed (empty_diff: the agent changed nothing)" in finished[0]
     assert "0 resolved, 2 failed, 0 error · 1 retries" in finished[1]
