@@ -44,7 +44,7 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.sandbox.limits import PARENT_NAME, _cgroup_mounts, _own_cgroups, _read
@@ -54,6 +54,10 @@ COMMAND_PREFIX = "cmd-"
 FDS = ("cg_procs", "cg_list", "cg_kill", "cg_events", "cg_home")  # named so in a request
 
 log = logging.getLogger(__name__)
+KILL_FALLBACK_WARNING = (
+    "no cgroup per command: what a command leaves running is ended by stopping and killing "
+    "every other process of its sandbox's PID namespace, not by its cgroup"
+)
 
 
 def v2_mount() -> Path | None:
@@ -89,19 +93,32 @@ def _open(path: Path, flags: int) -> int:
     return os.open(path, flags | os.O_CLOEXEC)
 
 
-def kill_listed(procs: str) -> None:
-    """SIGKILLs the thread group of every pid in `procs` (a `cgroup.procs` file's text, read
-    in this process's PID namespace), through pidfds, so a recycled pid is never hit."""
-    for pid in {int(word) for word in procs.split()}:
-        try:
-            handle = os.pidfd_open(pid)
-        except OSError:
-            continue  # gone already
-        try:
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(handle, signal.SIGKILL)
-        finally:
+def kill_listed(listing: Callable[[], str]) -> None:
+    """SIGKILLs the thread group of every pid a `cgroup.procs` file lists (`listing` reads it),
+    through pidfds taken before a second reading, so a recycled pid is never hit."""
+    handles = {}
+    for pid in {int(word) for word in listing().split()}:
+        with contextlib.suppress(OSError):  # gone already
+            handles[pid] = os.pidfd_open(pid)
+    try:
+        still_here = {int(word) for word in listing().split()}  # after pinning: these are ours
+        for pid, handle in handles.items():
+            if pid in still_here:
+                with contextlib.suppress(OSError):
+                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+    finally:
+        for handle in handles.values():
             os.close(handle)
+
+
+def _pread(fd: int) -> Callable[[], str]:
+    def read() -> str:
+        try:
+            return os.pread(fd, 1 << 20, 0).decode()
+        except OSError:
+            return ""
+
+    return read
 
 
 def _kill_and_wait(folder: Path, timeout: float) -> bool:
@@ -111,7 +128,7 @@ def _kill_and_wait(folder: Path, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while "populated 1" in _read(folder / "cgroup.events"):
         for below in [folder, *_children(folder)]:
-            kill_listed(_read(below / "cgroup.procs"))
+            kill_listed(functools.partial(_read, below / "cgroup.procs"))
         if time.monotonic() > deadline:
             return False
         time.sleep(0.001)
@@ -162,8 +179,7 @@ class CommandGroup:
         deadline = time.monotonic() + timeout
         empty = True
         while populated(self.fds["cg_events"]):
-            with contextlib.suppress(OSError):
-                kill_listed(os.pread(self.fds["cg_list"], 1 << 20, 0).decode())
+            kill_listed(_pread(self.fds["cg_list"]))
             if time.monotonic() > deadline:
                 empty = False
                 break
@@ -288,11 +304,7 @@ def for_sandbox(folder: Path | None) -> CommandGroups | None:
             return CommandGroups.inside(folder)
         return CommandGroups.create()
     except OSError as error:
-        log.warning(
-            "no cgroup per command (%s): leftovers are ended by a sweep of the sandbox's PID "
-            "namespace instead",
-            error.strerror or error,
-        )
+        log.warning("%s: %s", KILL_FALLBACK_WARNING, error.strerror or error)
         return None
 
 

@@ -55,8 +55,8 @@ elif ROLE == "stopped":
 
 # Starts all three and shows, while they run, that the leader is a zombie with a live thread.
 START = (
-    "python3 leftovers.py {mark} leader & python3 leftovers.py {mark} daemon; "
-    "python3 leftovers.py {mark} stopped; sleep 0.3; "
+    "python leftovers.py {mark} leader & python leftovers.py {mark} daemon; "
+    "python leftovers.py {mark} stopped; sleep 0.3; "
     "echo leader-state $(cut -d' ' -f3 /proc/$(cat leader.pid)/stat) "
     "threads $(ls /proc/$(cat leader.pid)/task | wc -l); "
     "echo ticking $(cat ticks-thread ticks-daemon | wc -l)"
