@@ -508,7 +508,7 @@ class Server:
         ended = True
         self.ended_by = "namespace sweep"
         if self.group is not None:
-            ended = self._kill_group()
+            ended = self._kill_group(self.group)
             self.ended_by = "cgroup"
         if self.group is None or _others():
             if self.group is not None:
@@ -517,10 +517,10 @@ class Server:
             ended = self._sweep() and ended
         return ended
 
-    def _kill_group(self):
+    def _kill_group(self, group):
         """Writes the command cgroup's `cgroup.kill`, then kills each process it still lists,
         until it holds none."""
-        kill, events, listing = self.group
+        kill, events, listing = group
         with contextlib.suppress(OSError):
             os.write(kill, b"1")
         deadline = time.monotonic() + KILL_WAIT_S
