@@ -40,7 +40,7 @@ def _wait_for(mark: str, count: int) -> None:
     deadline = time.monotonic() + 30
     while len(leftovers_kit.still_running(mark)) < count and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert len(leftovers_kit.still_running(mark)) == count
+    assert len(leftovers_kit.still_running(mark)) >= count  # passing forks may add some
 
 
 def test_a_command_group_ends_a_zombie_leader_whose_thread_runs_on(
