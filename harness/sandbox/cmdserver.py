@@ -545,11 +545,12 @@ class Server:
         """Stops every other process of the namespace until a pass finds none running (a
         stopped process cannot fork), then SIGKILLs them all, until none is left. Only ever
         in the sandbox's own PID namespace (`check_own_namespace`)."""
-        for _ in range(200):
+        for round_ in range(200):
             victims = _others()
             if not victims:
                 return True
-            frozen = all(state == "stopped" for state in victims.values())
+            # one that will not stop (uninterruptible sleep) must not spare the rest
+            frozen = round_ >= 20 or all(state == "stopped" for state in victims.values())
             sent = signal.SIGKILL if frozen else signal.SIGSTOP
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
