@@ -304,8 +304,14 @@ def for_sandbox(folder: Path | None) -> CommandGroups | None:
             return CommandGroups.inside(folder)
         return CommandGroups.create()
     except OSError as error:
-        log.warning("%s: %s", KILL_FALLBACK_WARNING, error.strerror or error)
+        warn_fallback(str(error.strerror or error))
         return None
+
+
+@functools.cache
+def warn_fallback(reason: str) -> None:
+    """Logs that commands end by a namespace sweep, once per reason (not per sandbox)."""
+    log.warning("%s: %s", KILL_FALLBACK_WARNING, reason)
 
 
 def sweep_stale_homes() -> int:

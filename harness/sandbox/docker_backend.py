@@ -432,9 +432,7 @@ def _command_groups(container: Container) -> cmdgroups.CommandGroups | None:
         pid = (container.attrs.get("State") or {}).get("Pid")
     folder = cmdgroups.v2_folder_of(pid) if pid else None
     if not pid or folder is None:
-        cmdgroups.log.warning(
-            "no cgroup per command (the container's v2 cgroup is unknown): the server sweeps"
-        )
+        cmdgroups.warn_fallback("the container's cgroup v2 folder is unknown")
         return None
     own = folder != cmdgroups.v2_mount()
     groups = cmdgroups.for_sandbox(folder if own else None)
@@ -443,7 +441,7 @@ def _command_groups(container: Container) -> cmdgroups.CommandGroups | None:
             groups.adopt(pid)  # before any command: only the server runs yet
         except OSError as error:
             groups.close()
-            cmdgroups.log.warning("no cgroup per command (%s): the server sweeps", error)
+            cmdgroups.warn_fallback(f"cannot move the container into its cgroup: {error}")
             return None
     return groups
 
