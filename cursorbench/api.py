@@ -64,6 +64,8 @@ from harness.sandbox import (
     open_backend,
 )
 from harness.sandbox.bubblewrap import default_hidden_paths
+from harness.sandbox.cmdgroups import KILL_FALLBACK_WARNING
+from harness.sandbox.cmdgroups import unavailable_reason as command_groups_unavailable_reason
 from harness.sandbox.limits import (
     cgroups_available,
     cgroups_unavailable_reason,
@@ -342,6 +344,8 @@ def _open_sandboxes(backend: str, sandbox: SandboxPlan, warnings: list[str]) -> 
         if sandboxes.confined and not cgroups_available():
             reason = cgroups_unavailable_reason() or "cgroups are not writable here"
             warnings.append(f"no memory, process or disk limits per attempt: {reason}")
+        if sandboxes.confined and (kill_reason := command_groups_unavailable_reason()):
+            warnings.append(f"{KILL_FALLBACK_WARNING}: {kill_reason}")
         sandboxes.self_test(cache_home() / "self-test")
     except SandboxUnavailable as error:
         raise SetupError(str(error)) from None

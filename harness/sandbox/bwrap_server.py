@@ -12,8 +12,13 @@ Each command is confined as a fresh namespace would confine it:
   limit and OOM score 1000, inherited from the server, which confines itself at start;
 - the sandbox's cgroup: the namespace is started inside it, server and all;
 - stateless: each command starts in /workspace with the scrubbed environment it is given;
-  when it ends, times out or prints too much, every process of `nobody` in the namespace
-  is killed (as the end of its own PID namespace did) and /tmp and /var/tmp are emptied.
+  when it ends, times out or prints too much, everything it started is killed (as the end
+  of its own PID namespace did) and /tmp and /var/tmp are emptied;
+- its own cgroup: the namespace lives in the sandbox's cgroup v2 folder (`cmdgroups.py`)
+  and each command is born in a child of it, killed by `cgroup.kill` at the command's end,
+  whatever its processes' state (a zombie leader with live threads, stopped, in new
+  sessions); the sandbox's close kills the whole folder. Where no v2 folder can be made
+  the server sweeps the namespace instead, and a warning says so.
 
 The server listens on a socket the host bound in the sandbox's host folder (mode 0700) and
 passed down as a descriptor: no path inside the sandbox leads to it, and the commands,
@@ -50,6 +55,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from harness.sandbox import cmdgroups
 from harness.sandbox.bubblewrap import BubblewrapJail, Mount, scrubbed_env
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
 from harness.sandbox.limits import SandboxCgroup
@@ -78,6 +84,9 @@ class CommandServer:
         self.workspace = workspace
         self.root = jail.workspace_path(workspace)
         self.cgroup = cgroup
+        v2 = cgroup.memory_dir if cgroup is not None and cgroup.version == 2 else None
+        self.groups = cmdgroups.for_sandbox(v2)
+        self.ended_by: str | None = None  # how the last command's leftovers were ended
         self.starts = 0  # namespaces started so far
         self._proc: subprocess.Popen[bytes] | None = None
         self._ready = False
@@ -112,11 +121,14 @@ class CommandServer:
             source = _pipe_holding(SERVER_SOURCE.encode())  # keeps /proc/1/cmdline short
             server = [sys.executable, "-I", "-S", f"/dev/fd/{source}", f"fd:{listener.fileno()}"]
             mounts = [Mount(self.workspace, self.root, writable=True)]
-            argv = [*server, "", *FRESH_FOLDERS]  # "": no seccomp file, bubblewrap's covers all
+            namespace = os.readlink("/proc/self/ns/pid")  # the server refuses to run in it
+            argv = [*server, "", namespace, *FRESH_FOLDERS]  # "": bubblewrap's filter covers all
             wrapped = self.jail.wrap_server(argv, mounts, cwd=self.root)
             wrapped.pass_fds += [source, listener.fileno()]
             if self.cgroup is not None:
                 wrapped.argv = self.cgroup.wrap(wrapped.argv)
+            if self.groups is not None and self.groups.owned:
+                wrapped.argv = self.groups.join_argv(wrapped.argv)
             try:
                 with open(self.control / "server.log", "ab") as log:
                     self._proc = subprocess.Popen(
@@ -204,6 +216,7 @@ class CommandServer:
         for _ in range(2):  # a server found dead is replaced once, then the command falls back
             if not self._ensure_ready():
                 return None
+            group = self._command_group()
             try:
                 served = run_served(
                     self.socket,
@@ -216,6 +229,7 @@ class CommandServer:
                     stdin=stdin,
                     report=report,
                     errors=errors,
+                    group=group,
                     **caps,
                 )
             except ServerGone:  # it died between commands: nothing of this one ran
@@ -224,15 +238,27 @@ class CommandServer:
                 continue
             with self._lock:
                 self._failures = 0
+                self.ended_by = served.ended_by
                 if served.lost or served.reset:
                     self._stop()
             return served.completed
         return None
 
+    def _command_group(self) -> cmdgroups.CommandGroup | None:
+        if self.groups is None:
+            return None
+        try:
+            return self.groups.command()
+        except OSError as error:
+            cmdgroups.log.warning("no cgroup for this command (%s): the server sweeps", error)
+            return None
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._stop()
+            if self.groups is not None:
+                self.groups.close()  # the attempt's end: whatever is left in its cgroup dies
             if self._control_fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(self._control_fd)

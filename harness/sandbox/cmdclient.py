@@ -4,7 +4,9 @@ The host makes the pipes (output, stdin, report), passes the command's ends to t
 over its Unix socket, and reads its own ends with `process.collect`, the same loop that
 reads a local subprocess: output caps, head-and-tail keeping, timeouts and the
 append-only report behave identically. Killing the command is one byte (`K`) on the
-connection; the server then kills every unprivileged process in the sandbox.
+connection; the server then kills the command's cgroup (`cmdgroups.py`) or, without one,
+every other process of the sandbox's PID namespace. With a cgroup the host kills it again
+once the command is over, whatever the server did (it may have died), and removes it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.sandbox.cmdgroups import CommandGroup
 from harness.sandbox.process import (
     KEEP_BYTES,
     MAX_OUTPUT_BYTES,
@@ -104,6 +107,7 @@ class ServedResult:
     workspace_free: int | None  # bytes left on the workspace after the command, if known
     lost: bool  # the server went away during the command
     reset: bool = False  # the sandbox kept state the server could not clear: start afresh
+    ended_by: str | None = None  # how leftovers were ended: "cgroup" or "namespace sweep"
 
 
 def _send(conn: socket.socket, header: dict, fds: Sequence[int]) -> None:
@@ -130,11 +134,14 @@ def run_served(
     keep_bytes: int = KEEP_BYTES,
     max_output_bytes: int = MAX_OUTPUT_BYTES,
     errors: str = "replace",
+    group: CommandGroup | None = None,
 ) -> ServedResult:
     """Runs `argv` through the server at `socket_path`; `ServerGone` if it cannot be reached.
 
     With `report`, REPORT_PLACEHOLDER in argv becomes `/dev/fd/3`, the write end of a pipe
-    the harness drains (owned by `uid`, so the command can reopen it by that name)."""
+    the harness drains (owned by `uid`, so the command can reopen it by that name). With
+    `group`, the command is born in that cgroup, and it is ended (`CommandGroup.end`) before
+    this returns: a group that cannot be emptied sets `reset`."""
     start = time.monotonic()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -154,12 +161,13 @@ def run_served(
             os.fchown(theirs["report"], uid, uid)
             ours.append(report_read)
             argv = [a.replace(REPORT_PLACEHOLDER, f"/dev/fd/{REPORT_FD}") for a in argv]
+        lent = {} if group is None else dict(group.fds)  # the group's: it closes them
         header = {
             "argv": list(argv), "env": dict(env), "cwd": cwd, "uid": uid,
-            "fsize": file_bytes, "fds": list(theirs),
+            "fsize": file_bytes, "fds": [*theirs, *lent],
         }  # fmt: skip
         try:
-            _send(conn, header, list(theirs.values()))
+            _send(conn, header, [*theirs.values(), *lent.values()])
         except OSError as error:
             os.close(out_read)
             if stdin_write is not None:
@@ -176,13 +184,18 @@ def run_served(
             child, child.kill, start, timeout, keep_bytes, max_output_bytes, report_read, errors
         )
         free = child.reply.get("workspace_free")
+        ended = group is None or group.end()
+        ended_by = child.reply.get("ended_by")
         return ServedResult(
             done,
             free if isinstance(free, int) and free >= 0 else None,
             child.lost,
-            reset=child.reply.get("reset") is True,
+            reset=child.reply.get("reset") is True or not ended,
+            ended_by=ended_by if isinstance(ended_by, str) else None,
         )
     finally:
+        if group is not None:
+            group.end()  # a second call does nothing; here for the paths that raised
         for fd in [*ours, *theirs.values()]:
             with contextlib.suppress(OSError):
                 os.close(fd)

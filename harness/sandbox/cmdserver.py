@@ -5,9 +5,14 @@ bubblewrap's init under bubblewrap), as root without capabilities beyond SETUID,
 and KILL, with no_new_privs, in the sandbox's own PID, mount, network and IPC namespaces,
 and listens on a Unix socket in a folder only root may enter, or on a listening socket it
 inherited (`fd:N`, bubblewrap: then no path inside the sandbox leads to it). Run as
-`python -I -c SOURCE SOCKET [SECCOMP_FILE [FRESH_FOLDER ...]]` (or with the source read from
-a pipe, `/dev/fd/N`): it imports nothing but the standard library, since it runs under the
-sandbox's Python, not the harness's packages.
+`python -I -c SOURCE SOCKET SECCOMP_FILE HOST_PIDNS [FRESH_FOLDER ...]` (or with the source
+read from a pipe, `/dev/fd/N`; SECCOMP_FILE may be ""): it imports nothing but the standard
+library, since it runs under the sandbox's Python, not the harness's packages.
+
+It refuses to start (exit 2, one line on stderr) unless it is in a PID namespace of its own:
+HOST_PIDNS is its launcher's (`readlink /proc/self/ns/pid` there, `pid:[N]`), and its own must
+be neither that one nor the host's first (whose inode the kernel fixes). The end of each
+command may kill every other process of the namespace; on a host that would be the host's.
 
 At start the server confines itself as far as a command is confined, short of its user:
 supplementary groups cleared, no inheritable or ambient capability, no_new_privs, the
@@ -28,10 +33,20 @@ ids to match and, as none of them is root, leaves it no capability. posix_spawn 
 a fork of a Python process and an exec from it cost more than the rest of a command put
 together.
 
-When the command exits, or the host sends `K` (timeout, too much output) or hangs up,
-every process not owned by root in the namespace is SIGKILLed, repeatedly until none is
-left: background children die with the command, as they do when a per-command PID
-namespace ends. Each FRESH_FOLDER (bubblewrap: /tmp, /var/tmp) is then emptied, as the
+Each command is born in a cgroup of its own when the host passes one (`cmdgroups.py`: the
+descriptors of its `cgroup.procs`, `cgroup.kill` and `cgroup.events`, and of the home's
+`cgroup.procs`): the spawner moves the server into the command's folder, spawns, and moves
+it back, so everything the command starts is inside, whatever session, process group or
+state it takes. When the command exits, or the host sends `K` (timeout, too much output) or
+hangs up, the server writes `cgroup.kill`, and kills by `kill(2)` each process the folder
+still lists (a leader gone by SYS_exit ignores `cgroup.kill`: `cmdgroups.py`), until the
+folder is empty. Without a
+cgroup (the host could make none, and says so) every process of the namespace but its init
+and the server is stopped (SIGSTOP, until a pass finds none running, so none can fork),
+then SIGKILLed, until none is left; a thread-group leader whose threads outlive it (state Z
+with live tasks) counts as alive. Either way background children die with the command, as
+they do when a per-command PID namespace ends, and the reply says which way (`ended_by`).
+Each FRESH_FOLDER (bubblewrap: /tmp, /var/tmp) is then emptied, as the
 command's user, so the next command finds it empty as in a namespace of its own. Then the
 exit status, the workspace's free space and `reset` go back as one JSON line; `reset` is
 true when the sandbox kept state the server could not clear (a process that outlived every
@@ -73,7 +88,9 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAP_VERSION_3 = 0x20080522
 MAX_HEADER = 1 << 20
-MAX_FDS = 3
+MAX_FDS = 8  # out, in, report, and a command cgroup's five (cmdgroups.FDS)
+INIT_PID_NAMESPACE = 0xEFFFFFFC  # PROC_PID_INIT_INO: the inode of the host's first PID namespace
+KILL_WAIT_S = 10.0
 
 
 class _Filter(ctypes.Structure):
@@ -126,6 +143,25 @@ def confine_self(program):
                 os.set_inheritable(int(name), False)
 
 
+def _refuse(why):
+    print(f"cmdserver: refusing to start: {why}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def check_own_namespace(launcher):
+    """Exits unless this process is in a PID namespace of its own: see the module's docstring."""
+    try:
+        mine = os.readlink("/proc/self/ns/pid")
+    except OSError as error:
+        _refuse(f"cannot read its PID namespace: {error}")
+    if not (launcher.startswith("pid:[") and launcher.endswith("]")):
+        _refuse(f"the launcher's PID namespace is not given (got {launcher!r})")
+    if mine == launcher:
+        _refuse(f"it is in its launcher's PID namespace ({mine}), not a sandbox's")
+    if mine == f"pid:[{INIT_PID_NAMESPACE}]":
+        _refuse(f"it is in the host's initial PID namespace ({mine}), not a sandbox's")
+
+
 def _cap_file_size(size):
     """Sets the file size limit commands inherit; lowering it needs no privilege."""
     if resource.getrlimit(resource.RLIMIT_FSIZE) != (size, size):
@@ -176,20 +212,39 @@ def spawn(request, fds):
     env = request["env"]
     os.environ["PATH"] = env.get("PATH", os.defpath)  # posix_spawnp searches the caller's PATH
     argv = request["argv"]
-    _set_ids(uid, uid)
+    group, home = given.get("cg_procs"), given.get("cg_home")
+    if (group is None) != (home is None):
+        raise ValueError("a command cgroup needs its home too")
+    if group is not None:
+        os.write(group, b"0")  # the server for the spawn alone: the command is born inside
     try:
-        return os.posix_spawnp(
-            argv[0],
-            argv,
-            env,
-            file_actions=actions,
-            setsid=True,
-            resetids=True,
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores both
-        )
+        _set_ids(uid, uid)
+        try:
+            return os.posix_spawnp(
+                argv[0],
+                argv,
+                env,
+                file_actions=actions,
+                setsid=True,
+                resetids=True,
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores both
+            )
+        finally:
+            _set_ids(0, 0)
+            os.chdir("/")
     finally:
-        _set_ids(0, 0)
-        os.chdir("/")
+        if home is not None:
+            _go_home(home)
+
+
+def _go_home(home):
+    """Moves the server out of the command's cgroup; one that cannot would die with the
+    command, so it ends now instead (the host starts a fresh sandbox)."""
+    try:
+        os.write(home, b"0")
+    except OSError as error:
+        print(f"cmdserver: cannot leave the command's cgroup: {error}", file=sys.stderr)
+        os._exit(70)
 
 
 class Spawner:
@@ -232,22 +287,44 @@ def _read(path):
         os.close(fd)
 
 
+def _state(path):
+    """The one-letter state in a /proc stat file ("" when gone); the name before it may hold
+    spaces and parentheses, the state follows the last `)`."""
+    stat = _read(path)
+    return stat[stat.rfind(b")") + 2 :][:1].decode(errors="replace")
+
+
+def _liveness(pid):
+    """None when process `pid` is gone or a zombie with no live thread; "stopped" when every
+    live thread is stopped; else "running". A leader that left by a raw SYS_exit shows Z while
+    its threads run on: its threads decide."""
+    state = _state(f"/proc/{pid}/stat")
+    if state in ("", "Z", "X"):
+        if not state:
+            return None
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return None
+        states = {_state(f"/proc/{pid}/task/{task}/stat") for task in tasks} - {"", "Z", "X"}
+    else:
+        states = {state}
+    if not states:
+        return None
+    return "stopped" if states <= {"T", "t"} else "running"
+
+
 def _others():
-    """Live processes of the namespace not owned by root, never this server or the
-    namespace's init (both root): with no stray process, one directory listing."""
-    found = []
+    """Live processes of the namespace but its init and this server, with their liveness:
+    with no stray process, one directory listing."""
+    found = {}
     ours = {"1", str(os.getpid())}
     for name in os.listdir("/proc"):
         if not name.isdigit() or name in ours:
             continue
-        status = _read(f"/proc/{name}/status").decode(errors="replace")
-        if not status:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uid = fields.get("Uid", "0").split()[0]
-        state = fields.get("State", "").strip()[:1]
-        if uid != "0" and state != "Z":
-            found.append(int(name))
+        liveness = _liveness(name)
+        if liveness is not None:
+            found[int(name)] = liveness
     return found
 
 
@@ -325,6 +402,8 @@ class Server:
         self.conn = None
         self.pid = None
         self.status = None
+        self.group = None  # the command's cgroup: its cgroup.kill, .events, .procs descriptors
+        self.ended_by = None
         self.spawner = Spawner()
 
     def serve(self):
@@ -359,8 +438,12 @@ class Server:
                 out = fds[request["fds"].index("out")]
                 os.write(out, f"sandbox: cannot run {request.get('argv')!r}: {error}\n".encode())
         finally:
+            named = dict(zip(request.get("fds", ()), fds, strict=False))
+            kept = [named.get("cg_kill"), named.get("cg_events"), named.get("cg_list")]
+            self.group = tuple(kept) if None not in kept else None
             for fd in fds:
-                os.close(fd)
+                if fd not in kept:
+                    os.close(fd)
         self.uid = request.get("uid")
         self.conn, self.pid, self.status = conn, pid, None
         if pid is None:
@@ -419,18 +502,71 @@ class Server:
             self.finish()
 
     def teardown(self):
-        """SIGKILLs every process not owned by root, until none is left (a fork storm
-        races); False when some are still alive after every try."""
-        for _ in range(200):
+        """Ends everything the command started: its cgroup, and the namespace sweep where
+        there is none (or where something lives outside it); False when some process
+        outlived every try."""
+        ended = True
+        self.ended_by = "namespace sweep"
+        if self.group is not None:
+            ended = self._kill_group(self.group)
+            self.ended_by = "cgroup"
+        if self.group is None or _others():
+            if self.group is not None:
+                print("cmdserver: a process outside the command's cgroup: swept", file=sys.stderr)
+                ended = False  # the host starts a fresh sandbox
+            ended = self._sweep() and ended
+        return ended
+
+    def _kill_group(self, group):
+        """Writes the command cgroup's `cgroup.kill`, then kills each process it still lists,
+        until it holds none."""
+        kill, events, listing = group
+        with contextlib.suppress(OSError):
+            os.write(kill, b"1")
+        deadline = time.monotonic() + KILL_WAIT_S
+        ours = set(_entries("/proc/self/task"))  # a recycled pid must never be the server's
+        while True:
+            try:
+                if b"populated 1" not in os.pread(events, 4096, 0):
+                    return True
+                left = os.pread(listing, 1 << 20, 0).split()
+            except OSError:
+                return True  # the folder is gone, and with it every process in it
+            for pid in left:
+                if pid.decode() not in ours and pid != b"1":
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(pid), signal.SIGKILL)  # the whole thread group
+            self._reap_some()
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+
+    def _sweep(self):
+        """Stops every other process of the namespace until a pass finds none running (a
+        stopped process cannot fork), then SIGKILLs them all, until none is left. Only ever
+        in the sandbox's own PID namespace (`check_own_namespace`)."""
+        for round_ in range(200):
             victims = _others()
             if not victims:
                 return True
+            # one that will not stop (uninterruptible sleep) must not spare the rest
+            frozen = round_ >= 20 or all(state == "stopped" for state in victims.values())
+            sent = signal.SIGKILL if frozen else signal.SIGSTOP
             for pid in victims:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(pid, sent)
+            if frozen:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(-1, signal.SIGKILL)  # all at once: a fork in flight dies too
             self._reap_some()
             time.sleep(0.001)
         return not _others()
+
+    def _close_group(self):
+        for fd in self.group or ():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.group = None
 
     def _added(self, folder):
         return [name for name in _entries(folder) if name not in self.baseline.get(folder, ())]
@@ -446,6 +582,7 @@ class Server:
 
     def finish(self):
         clean = self.teardown() and self.clear_state()
+        self._close_group()
         conn, code = self.conn, self.status
         assert conn is not None  # only a served command finishes
         self.conn, self.pid, self.status = None, None, None
@@ -457,18 +594,24 @@ class Server:
         except OSError:
             free = -1
         with contextlib.suppress(OSError):
-            reply = {"exit": code, "workspace_free": free, "reset": not clean}
+            reply = {
+                "exit": code, "workspace_free": free, "reset": not clean,
+                "ended_by": self.ended_by,
+            }  # fmt: skip
             conn.sendall(json.dumps(reply).encode() + b"\n")
         conn.close()
 
 
 def main():
+    if len(sys.argv) < 4:
+        _refuse("usage: cmdserver SOCKET SECCOMP_FILE HOST_PIDNS [FRESH_FOLDER ...]")
+    check_own_namespace(sys.argv[3])
     program = b""
-    if len(sys.argv) > 2 and sys.argv[2] and os.path.exists(sys.argv[2]):
+    if sys.argv[2] and os.path.exists(sys.argv[2]):
         with open(sys.argv[2], "rb") as file:
             program = file.read()
     confine_self(program)
-    server = Server(sys.argv[1], sys.argv[3:])
+    server = Server(sys.argv[1], sys.argv[4:])
     if sys.argv[1].startswith("fd:"):  # the host waits for this line before the first command
         os.write(1, b"ready\n")
     server.serve()

@@ -11,8 +11,12 @@ own filter, which the server installs on itself at start and every command inher
 Its PID 1 is the command server (`cmdserver.py`), root inside, listening on a socket in
 a folder bind-mounted from the sandbox's host scratch (mode 0700, so commands, which never
 run as root, cannot reach it). Each command is spawned by the server as `nobody` (65534),
-with no capabilities, `no_new_privs`, and its file size capped; when it ends, every
-unprivileged process in the container is killed.
+with no capabilities, `no_new_privs`, and its file size capped, in a cgroup of its own
+(`cmdgroups.py`: a child of the container's cgroup v2 folder, or on a hybrid host of a
+folder the container's init is moved into at start); when it ends, that cgroup is killed,
+whatever state its processes are in; where no cgroup can be made, every other process of
+the container's PID namespace is stopped and killed instead, and a warning says so. The
+server refuses to start unless its PID namespace differs from the harness's.
 
 Who owns the workspace decides what `read_only` means, since a running container's
 mounts cannot change per command: an agent's sandbox (`track_changes`) belongs to
@@ -32,8 +36,8 @@ command server, which empties /tmp after each command: `bwrap_server.py`):
 - `/tmp` is the sandbox's, shared by the commands of one attempt (not one per command);
 - `/sys` is present, read-only (Docker's default), and `/proc/1/cmdline` shows the
   command server;
-- leftovers are killed by the server (every unprivileged process, repeatedly until none
-  is left) rather than by a PID namespace ending; commands in one sandbox run one at a time.
+- leftovers are killed with the command's cgroup rather than by a PID namespace ending;
+  commands in one sandbox run one at a time.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.pytest_env import AGENT_PYTEST_ENV
+from harness.sandbox import cmdgroups
 from harness.sandbox.baseline import NOT_CHANGES, diff_env, git_env
 from harness.sandbox.bubblewrap import (
     empty_file,
@@ -128,6 +133,8 @@ class DockerSandbox(WorkspaceFiles):
         self._control_fd: int | None = None
         self.container: Container | None = None
         self._cgroup: SandboxCgroup | None = None
+        self._groups: cmdgroups.CommandGroups | None = None
+        self.ended_by: str | None = None  # how the last command's leftovers were ended
         self._limit: str | None = None
         self._tracking = track_changes
         self._lock = threading.Lock()  # one command at a time per sandbox
@@ -191,6 +198,7 @@ class DockerSandbox(WorkspaceFiles):
             SERVER_SOURCE,
             f"{CONTROL}/sock",
             f"{CONTROL}/seccomp.bpf",
+            os.readlink("/proc/self/ns/pid"),  # the server refuses to run in this namespace
         ]
         self.container = self.client.containers.run(
             image,
@@ -223,6 +231,7 @@ class DockerSandbox(WorkspaceFiles):
                 raise SandboxUnavailable("the sandbox container's command server did not start")
             time.sleep(0.01)
         self._cgroup = _container_cgroup(self.container, self.limits)
+        self._groups = _command_groups(self.container)
 
     def _copy_in(self, trees: Sequence[Path]) -> None:
         done = self._run(
@@ -268,6 +277,7 @@ class DockerSandbox(WorkspaceFiles):
             {} if output_cap is None else {"keep_bytes": output_cap, "max_output_bytes": output_cap}
         )
         with self._lock, self.settings.command_slots or nullcontext():
+            group = self._command_group()
             try:
                 served = run_served(
                     self.socket,
@@ -280,17 +290,30 @@ class DockerSandbox(WorkspaceFiles):
                     stdin=stdin,
                     report=report,
                     errors=errors,
+                    group=group,
                     **caps,
                 )
             except ServerGone as error:
                 raise self._gone(str(error)) from None
+        self.ended_by = served.ended_by
         if served.lost:
             raise self._gone("the command server went away")
+        if served.reset:  # no fresh namespace to fall back on: this sandbox is done
+            raise self._gone("a process of the command outlived every kill")
         if served.workspace_free == 0 and self._limit is None:
             self._limit = (
                 f"workspace disk limit of {describe_bytes(self.limits.disk_bytes)} reached"
             )
         return served.completed
+
+    def _command_group(self) -> cmdgroups.CommandGroup | None:
+        if self._groups is None:
+            return None
+        try:
+            return self._groups.command()
+        except OSError as error:
+            cmdgroups.log.warning("no cgroup for this command (%s): the server sweeps", error)
+            return None
 
     def _gone(self, why: str) -> Exception:
         self._check_limits(raise_=False)
@@ -355,6 +378,9 @@ class DockerSandbox(WorkspaceFiles):
         with _open_lock:
             _open.discard(self)
         container, self.container = self.container, None
+        groups, self._groups = self._groups, None
+        if groups is not None:  # the attempt's end; and Docker removes no cgroup with children
+            groups.close()
         if container is not None:
             with contextlib.suppress(Exception):  # gone already, or the engine is: nothing to do
                 container.remove(force=True)
@@ -394,6 +420,30 @@ def _container_cgroup(container: Container, limits: ResourceLimits) -> SandboxCg
     memory = layout.memory_mount / paths.get("memory", "/").lstrip("/")
     pids = layout.pids_mount / paths.get("pids", "/").lstrip("/")
     return SandboxCgroup.observe(memory, pids, 1, limits)
+
+
+def _command_groups(container: Container) -> cmdgroups.CommandGroups | None:
+    """Per-command cgroups under the container's v2 folder, or (a hybrid host, where the
+    container has none of its own) under a home its init is moved into; None, logged, where
+    neither works."""
+    pid = (container.attrs.get("State") or {}).get("Pid")
+    if not pid:
+        container.reload()
+        pid = (container.attrs.get("State") or {}).get("Pid")
+    folder = cmdgroups.v2_folder_of(pid) if pid else None
+    if not pid or folder is None:
+        cmdgroups.warn_fallback("the container's cgroup v2 folder is unknown")
+        return None
+    own = folder != cmdgroups.v2_mount()
+    groups = cmdgroups.for_sandbox(folder if own else None)
+    if groups is not None and not own:
+        try:
+            groups.adopt(pid)  # before any command: only the server runs yet
+        except OSError as error:
+            groups.close()
+            cmdgroups.warn_fallback(f"cannot move the container into its cgroup: {error}")
+            return None
+    return groups
 
 
 def sweep_stale_containers(client: docker.DockerClient) -> int:

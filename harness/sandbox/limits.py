@@ -442,9 +442,21 @@ class SandboxCgroup:
             time.sleep(0.01)
         self.closed = True
 
-    def _kill_members(self) -> None:
-        """SIGKILLs the members through pidfds, so a recycled pid is never hit."""
+    def _with_children(self) -> list[Path]:
+        """The folders and, on v2, the per-command folders made in them (`cmdgroups.py`)."""
+        found = []
         for folder in self.folders:
+            if self.version == 2:
+                with contextlib.suppress(OSError):
+                    found += [child for child in folder.iterdir() if child.is_dir()]
+            found.append(folder)
+        return found
+
+    def _kill_members(self) -> None:
+        """SIGKILLs the members through pidfds, so a recycled pid is never hit; through pidfds
+        of the thread group, which also reaches the threads of a leader that left by SYS_exit
+        (`cgroup.kill` does not: `cmdgroups.py`)."""
+        for folder in self._with_children():
             procs = folder / "cgroup.procs"
             handles = _pidfds(_read_pids(procs))
             try:
@@ -458,9 +470,9 @@ class SandboxCgroup:
                     os.close(fd)
 
     def _try_remove(self) -> bool:
-        """Removes the empty folders; False while some still holds processes."""
+        """Removes the empty folders, children first; False while some still holds processes."""
         removed = True
-        for folder in self.folders:
+        for folder in self._with_children():
             try:
                 folder.rmdir()
             except FileNotFoundError:
@@ -534,15 +546,18 @@ def prlimit_argv(limits: ResourceLimits, *, with_cgroup: bool = False) -> list[s
 
 def sweep_stale_cgroups() -> int:
     """Removes the sandbox groups of harness processes that no longer exist (killed with
-    SIGKILL before they could close them), killing whatever is left inside; returns how many."""
+    SIGKILL before they could close them), and their per-command homes (`cmdgroups.py`),
+    killing whatever is left inside; returns how many."""
+    from harness.sandbox.cmdgroups import sweep_stale_homes  # it builds on this module
+
+    swept = sweep_stale_homes()
     parents = _parents()
     if isinstance(parents, str):
-        return 0
+        return swept
     names = set()
     for parent in {parents.memory, parents.pids}:
         with contextlib.suppress(OSError):
             names |= {entry.name for entry in parent.iterdir() if entry.is_dir()}
-    swept = 0
     for name in sorted(names):
         owner = name.split("-")
         if len(owner) < 3 or owner[0] != "sandbox" or not owner[1].isdigit():

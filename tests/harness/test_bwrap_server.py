@@ -3,8 +3,12 @@ replaced when it dies, and a fresh namespace for what it cannot run."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -12,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
+from harness.sandbox import SandboxSettings, bubblewrap_works, cmdgroups, open_backend
 from harness.sandbox.bubblewrap import unprivileged_user_available
 from harness.sandbox.bwrap_server import CommandServer
-from harness.sandbox.cmdclient import run_served
+from harness.sandbox.cmdclient import SERVER_SOURCE, run_served
 from harness.sandbox.local import LocalSandbox
+from tests.harness import leftovers_kit
 
 pytestmark = pytest.mark.skipif(
     not (bubblewrap_works() and unprivileged_user_available()),
@@ -201,3 +206,84 @@ def test_grading_sandboxes_use_no_server(tmp_path: Path) -> None:
         assert "setpriv" in sandbox.run(PID1, 10).output
     finally:
         sandbox.close()
+
+
+# -- what outlives a command (issue 16, finding 6) ------------------------------------------
+
+
+def _leftovers(box: LocalSandbox) -> tuple[str, str]:
+    """Starts the leftovers of `leftovers_kit` in `box`: (their name, the command's output)."""
+    box.write("leftovers.py", leftovers_kit.SCRIPT)
+    mark = leftovers_kit.new_mark()
+    done = box.run(leftovers_kit.START.format(mark=mark), 60)
+    assert "leader-state Z threads 2" in done.output, done.output  # the attack took place
+    return mark, done.output
+
+
+def _ticks(box: LocalSandbox) -> int:
+    return sum(len(path.read_bytes()) for path in box.host_workspace.glob("ticks-*"))
+
+
+@pytest.mark.skipif(cmdgroups.unavailable_reason() is not None, reason="no cgroup v2 here")
+def test_each_command_runs_and_ends_in_a_cgroup_of_its_own(box: LocalSandbox) -> None:
+    server = server_of(box)
+    assert server.groups is not None
+    home = server.groups.home
+    inside = served(box, "cat /proc/self/cgroup | grep '^0::'")
+    assert inside.strip().startswith("0::/") and "/cmd-" in inside  # the server's view
+    mark, _ = _leftovers(box)
+    assert server.ended_by == "cgroup" and server.starts == 1  # no reset was needed
+    assert leftovers_kit.still_running(mark) == []
+    assert not [child for child in home.iterdir() if child.name.startswith("cmd-")]
+    box.close()
+    assert not (server.groups.owned and home.exists())
+
+
+def test_without_a_cgroup_the_namespace_sweep_ends_zombie_leaders_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def unavailable(*_: object, **__: object) -> cmdgroups.CommandGroups:
+        raise OSError(errno.ENOTSUP, "no cgroup v2 (test)")
+
+    monkeypatch.setattr(cmdgroups.CommandGroups, "create", unavailable)
+    monkeypatch.setattr(cmdgroups.CommandGroups, "inside", unavailable)
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    with caplog.at_level(logging.WARNING, logger="harness.sandbox.cmdgroups"):
+        box = open_backend("bubblewrap", SandboxSettings()).open(prepared, tmp_path / "box")
+    assert isinstance(box, LocalSandbox)
+    try:
+        assert server_of(box).groups is None
+        assert cmdgroups.KILL_FALLBACK_WARNING in caplog.text  # never silent
+        mark, _ = _leftovers(box)
+        assert server_of(box).ended_by == "namespace sweep"
+        assert leftovers_kit.still_running(mark) == []
+        before = _ticks(box)
+        time.sleep(0.3)
+        assert _ticks(box) == before
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize("given", ["host", "none", "init"])
+def test_the_server_refuses_to_start_outside_a_pid_namespace_of_its_own(
+    tmp_path: Path, given: str
+) -> None:
+    """Run on the host, the server's sweep would kill the host's processes: it refuses, and a
+    process of `nobody` on the host lives on."""
+    canary = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               "sleep", "60"])  # fmt: skip
+    try:
+        host = os.readlink("/proc/self/ns/pid")
+        if given == "init" and host != f"pid:[{0xEFFFFFFC}]":
+            pytest.skip("the harness is not in the host's first PID namespace")
+        launcher = {"host": host, "none": "", "init": "pid:[1]"}[given]
+        argv = [sys.executable, "-I", "-c", SERVER_SOURCE, str(tmp_path / "sock"), "", launcher]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("cmdserver: refusing to start:"), done.stderr
+        assert not (tmp_path / "sock").exists()
+        assert canary.poll() is None
+    finally:
+        canary.kill()
+        canary.wait()

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from harness.sandbox import cmdgroups
 from harness.sandbox.limits import (
     CgroupError,
+    Parents,
     ResourceLimits,
     SandboxCgroup,
     cgroups_available,
@@ -25,6 +27,7 @@ from harness.sandbox.limits import (
     prlimit_argv,
 )
 from harness.sandbox.mounts import disk_full, disk_usage, mount_workspace_tmpfs, unmount
+from tests.harness import leftovers_kit
 
 MIB = 1 << 20
 needs_cgroups = pytest.mark.skipif(
@@ -326,3 +329,29 @@ def test_a_container_mount_shows_only_its_own_part_of_the_tree() -> None:
     assert layout is not None and layout.memory == Path("/sys/fs/cgroup/app")
     layout = find_layout(CONTAINER_MOUNTINFO, "0::/elsewhere\n", "memory pids")
     assert layout is not None and layout.memory == Path("/sys/fs/cgroup")
+
+
+@pytest.mark.skipif(cmdgroups.unavailable_reason() is not None, reason="no cgroup v2 here")
+def test_a_v2_sandbox_group_closes_with_its_command_groups_and_their_zombie_leaders(
+    tmp_path: Path,
+) -> None:
+    """On a pure v2 host the per-command groups are children of the sandbox's own group: its
+    close kills them (a zombie leader's thread included, which `cgroup.kill` misses) and
+    removes them before itself."""
+    home = cmdgroups.CommandGroups.create()
+    group = home.command()
+    (tmp_path / "leftovers.py").write_text(leftovers_kit.SCRIPT)
+    mark = leftovers_kit.new_mark()
+    join = 'echo $$ > "$1" && shift && exec "$@"'
+    argv = ["sh", "-c", join, "sh", str(group.folder / "cgroup.procs"),
+            sys.executable, "leftovers.py", mark, "leader"]  # fmt: skip
+    leader = subprocess.Popen(argv, cwd=tmp_path)
+    deadline = time.monotonic() + 30
+    while not leftovers_kit.still_running(mark) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert leftovers_kit.still_running(mark)
+    parent = home.home.parent
+    SandboxCgroup.adopt(home.home.name, Parents(2, parent, parent)).close(timeout=10)
+    assert leftovers_kit.still_running(mark) == []
+    assert not home.home.exists()
+    leader.wait(10)

@@ -8,6 +8,8 @@ Confinement itself (what a command can see and reach) is in test_bubblewrap.py.
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from harness.sandbox import (
 )
 from harness.sandbox.limits import ResourceLimits
 from harness.sandbox.process import REPORT_PLACEHOLDER
+from tests.harness import leftovers_kit
 
 BACKENDS = [
     "subprocess",
@@ -271,3 +274,70 @@ def test_the_agents_pytest_loads_what_the_graders_loads(sandbox: Sandbox) -> Non
     assert _probe_line(agent.output) == _probe_line(grader.output)
     assert _probe_line(agent.output) == "PLUGINS [] CACHE False ADDOPTS []"
     assert "pytest " in agent.output  # the `pytest` script, too, starts with these flags
+
+
+# -- nothing outlives its command (issue 16, finding 6) -------------------------------------
+
+CONFINED_BACKENDS = [b for b in BACKENDS if getattr(b, "values", (b,))[0] != "subprocess"]
+
+
+@pytest.fixture(params=CONFINED_BACKENDS)
+def confined(request: pytest.FixtureRequest, prepared: Path, tmp_path: Path) -> Iterator[Sandbox]:
+    """A confined sandbox (the subprocess backend says it leaves background processes)."""
+    box = open_backend(request.param, SandboxSettings()).open(prepared, tmp_path / "confined")
+    box.write("leftovers.py", leftovers_kit.SCRIPT)
+    yield box
+    box.close()
+
+
+def _ticks(sandbox: Sandbox) -> str:
+    return sandbox.run("cat ticks-* | wc -l", timeout=10).output
+
+
+def _assert_all_ended(sandbox: Sandbox, mark: str, started: str) -> None:
+    # The attack happened: the leader was a zombie with a live thread, and all of them ticked.
+    assert "leader-state Z threads 2" in started, started
+    assert int(started.split("ticking ")[1].split()[0]) > 0, started
+    assert leftovers_kit.still_running(mark) == []
+    before = _ticks(sandbox)
+    time.sleep(0.3)  # any survivor appends a line every 20 ms
+    assert _ticks(sandbox) == before
+    assert leftovers_kit.still_running(mark) == []
+
+
+def test_nothing_a_command_started_outlives_it(confined: Sandbox) -> None:
+    """A zombie leader with a live thread, a double-forked daemon in a new session and a
+    stopped child all end when the command returns."""
+    mark = leftovers_kit.new_mark()
+    done = confined.run(leftovers_kit.START.format(mark=mark), timeout=60)
+    assert done.exit_code == 0, done.output
+    _assert_all_ended(confined, mark, done.output)
+
+
+def test_nothing_a_command_started_outlives_its_timeout(confined: Sandbox) -> None:
+    mark = leftovers_kit.new_mark()
+    command = "{ " + leftovers_kit.START.format(mark=mark) + "; } > started.txt; sleep 60"
+    done = confined.run(command, timeout=3)
+    assert done.timed_out
+    _assert_all_ended(confined, mark, confined.read("started.txt"))
+
+
+def test_what_runs_when_the_sandbox_closes_dies_with_it(confined: Sandbox) -> None:
+    """The attempt's end (an interrupted run closes its sandboxes mid-command)."""
+    mark = leftovers_kit.new_mark()
+    command = leftovers_kit.START.format(mark=mark) + "; sleep 60"
+    worker = threading.Thread(target=_run_quietly, args=(confined, command), daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 60
+    while len(leftovers_kit.still_running(mark)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # the middle of the daemon's double fork and the stopper are gone
+    assert len(leftovers_kit.still_running(mark)) >= 3  # the leader, the daemon, the stopped
+    confined.close()
+    worker.join(30)
+    assert leftovers_kit.still_running(mark) == []
+
+
+def _run_quietly(sandbox: Sandbox, command: str) -> None:
+    with contextlib.suppress(SandboxError):  # closed under it
+        sandbox.run(command, timeout=60)
