@@ -221,6 +221,9 @@ class _Visitor:
                 self._flag(text, node)
 
     def _call(self, node: ast.Call) -> None:
+        built = self.fold(node)  # `"".join([...])`, `chr(...)`, a decoded constant
+        if built is not None:
+            self._flag(built, node)
         name = self.dotted(node.func) or ""
         arguments = [self.fold(argument) for argument in node.args]
         for text in arguments:

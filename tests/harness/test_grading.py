@@ -62,7 +62,9 @@ def test_canaries_run_and_fail_for_the_reference(built: Any, tmp_path: Path) -> 
         {"tests/test_slugify.py": (built.hidden / "tests/test_slugify.py").read_text()},
         random.Random(0),
     )
-    report = grade(built.prepared(), built.reference_patch, open_backend("subprocess"), tmp_path, rng)
+    report = grade(
+        built.prepared(), built.reference_patch, open_backend("subprocess"), tmp_path, rng
+    )
     assert report.resolved and report.canaries_passed == []
     count = len(planted.names["tests/test_slugify.py"])
     assert count >= 3 and f"{count} failed" in report.output  # the canaries, nothing else

@@ -9,10 +9,9 @@ beside them resolve with no flag. Helpers: `tests/harness/red_team_kit.py`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from cursorbench.loader import bundled_suite
 from harness.sandbox import bubblewrap_works
 from tests.harness.canary_detector import DETECTOR
 from tests.harness.red_team_kit import (
@@ -27,7 +26,7 @@ from tests.harness.red_team_kit import (
 pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
 
 # The slugify task with hidden tests written as unittest.TestCase classes only.
-UNITTEST_TASK = str(Path(__file__).parent / "red_team_tasks" / "textkit-slugify-unittest.yaml")
+UNITTEST_TASK = str(bundled_suite() / "red_team" / "textkit-slugify-unittest.yaml")
 
 STUBS = """
 
