@@ -22,6 +22,7 @@ assignment to it, or an import of it from a module that is none of the agent's f
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -166,7 +167,8 @@ def _mark_only(function: ast.FunctionDef) -> bool:
     """Decorators that cannot turn a raising test into a passing one (marks, skips)."""
     for decorator in function.decorator_list:
         text = ast.unparse(decorator)
-        if not text.startswith(("pytest.mark.", "mark.", "unittest.skip")):
+        marks = text.startswith(("pytest.mark.", "mark.", "unittest.skip"))
+        if not marks and not re.match(r"^(\w+\.)*parametrize\(", text):
             return False
     return True
 

@@ -407,32 +407,37 @@ def judge(
 def _canaries_sprung(
     planted: canaries.Canaries, report: dict[tuple[str, str], TestOutcome], whole_modules: bool
 ) -> list[str]:
-    """Canaries that passed while their original did not fail, or that are missing while
-    their module's other tests ran (when whole modules were run, a missing canary was taken
-    out of the report)."""
+    """Canaries that passed while no case of their original failed, or that are missing
+    while their module's other tests ran (when whole modules were run, a missing canary was
+    taken out of the report)."""
     sprung = []
     bad = (TestOutcome.FAILED, TestOutcome.ERROR)
     for path, names in planted.names.items():
         module, _ = junit_key(f"{path}::x")
         siblings = [c for c, _ in report if c == module or c.startswith(module + ".")]
         for name in names:
-            classname, short = junit_key(f"{path}::{name}")
-            found = [
-                (case_name, outcome)
-                for (case_class, case_name), outcome in report.items()
-                if case_class == classname
-                and (case_name == short or case_name.startswith(short + "["))
-            ]
+            found = _cases(report, f"{path}::{name}")
             original = planted.originals.get(f"{path}::{name}")
-            for case_name, outcome in found:
-                if outcome is not TestOutcome.PASSED:
-                    continue
-                if original is not None:
-                    twin_class, twin_name = junit_key(original)
-                    twin_name += case_name[len(short) :]  # the same parameters
-                    if report.get((twin_class, twin_name)) in bad:
-                        continue  # an honest wrong answer that hit the neighbour value
-                sprung.append(f"{path}::{name}{case_name[len(short) :]} passed")
+            if original is not None and any(o in bad for _, o in _cases(report, original)):
+                continue  # an honest wrong answer may hit a canary's neighbour value
+            short = junit_key(f"{path}::{name}")[1]
+            sprung += [
+                f"{path}::{name}{case[len(short) :]} passed"
+                for case, outcome in found
+                if outcome is TestOutcome.PASSED
+            ]
             if not found and siblings and whole_modules:
                 sprung.append(f"{path}::{name} missing")
     return sprung
+
+
+def _cases(
+    report: dict[tuple[str, str], TestOutcome], node_id: str
+) -> list[tuple[str, TestOutcome]]:
+    """(name, outcome) of each reported case of a test, with any parameters."""
+    classname, name = junit_key(node_id)
+    return [
+        (case_name, outcome)
+        for (case_class, case_name), outcome in report.items()
+        if case_class == classname and (case_name == name or case_name.startswith(name + "["))
+    ]

@@ -91,6 +91,18 @@ def run_pytest(tmp_path: Path, calc: str, module: str) -> str:
     return done.stdout
 
 
+def block(text: str, name: str) -> list[str]:
+    """The lines of test `name`, its decorators included."""
+    lines = text.splitlines()
+    end = next(i for i, line in enumerate(lines) if f"def {name}(" in line)
+    start = end
+    while start > 0 and lines[start - 1].strip().startswith("@"):
+        start -= 1
+    rest = lines[end + 1 :]
+    body = [line for line in rest[: next((i for i, x in enumerate(rest) if not x.strip()), None)]]
+    return lines[start : end + 1] + body
+
+
 def originals(planted: Canaries) -> dict[str, str]:
     """canary name -> original name, within test_calc.py."""
     return {
@@ -119,12 +131,13 @@ def test_a_canary_is_its_original_verbatim_but_its_name_and_one_literal() -> Non
     added = [line for line in difflib.ndiff(MODULE.splitlines(), text.splitlines())]
     added = [line[2:] for line in added if line.startswith("+ ")]
     for canary, original in originals(planted).items():
-        start = text.index(f"def {canary.split('::')[-1]}(")
-        copy = text[start:].split("\n\n")[0].splitlines()
-        source = MODULE[MODULE.index(f"def {original.split('::')[-1]}(") :].split("\n\n")[0]
-        changed = [a for a, b in zip(copy, source.splitlines(), strict=True) if a != b]
-        assert len(changed) == 2, (copy, source)  # the def line and one assert
-        assert "def " in changed[0] and changed[1].strip().startswith(("assert", "self."))
+        copy = block(text, canary.split("::")[-1])
+        source = block(MODULE, original.split("::")[-1])
+        changed = [a for a, b in zip(copy, source, strict=True) if a != b]
+        assert len(changed) == 2, (copy, source)  # the def line, and one assert or its rows
+        assert "def " in changed[0] or "def " in changed[1]
+        other = changed[1] if "def " in changed[0] else changed[0]
+        assert other.strip().startswith(("assert", "self.", "@pytest.mark.parametrize"))
     assert not any("==" in line and line.count("'") >= 4 for line in added)  # no lit == lit
     assert '"calc"  # double quotes, kept' in text
 
