@@ -203,23 +203,29 @@ def _calls(node: ast.AST) -> list[ast.Call]:
     return found
 
 
-def _reaches(function: ast.FunctionDef, local: Mapping[str, str], stubbed: set[str]) -> str:
+def _reaches(
+    function: ast.FunctionDef, local: Mapping[str, str], modules: set[str], stubbed: set[str]
+) -> str:
     """The stubbed function a test's straight-line body surely calls, or ''. `local` maps
-    the module's names to the restored names they import."""
+    the module's names to the restored names they import; `modules` are names it binds by
+    importing (`import pkg as p`: `p.restored(...)`)."""
     instances: dict[str, str] = {}  # variable -> class it was made from
     for statement in function.body:
         if not isinstance(statement, _STRAIGHT):
             return ""
         for call in _calls(statement):
             callee = call.func
+            name = ""
             if isinstance(callee, ast.Name) and callee.id in local:
                 name = local[callee.id]
-                if name in stubbed or f"{name}.__init__" in stubbed:
-                    return name
-            if isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name):
+            elif isinstance(callee, ast.Attribute) and isinstance(callee.value, ast.Name):
                 owner = instances.get(callee.value.id)
                 if owner and f"{owner}.{callee.attr}" in stubbed:
                     return f"{owner}.{callee.attr}"
+                if callee.value.id in modules:
+                    name = callee.attr
+            if name and (name in stubbed or f"{name}.__init__" in stubbed):
+                return name
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             target, value = statement.targets[0], statement.value
             made = isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
@@ -228,9 +234,26 @@ def _reaches(function: ast.FunctionDef, local: Mapping[str, str], stubbed: set[s
     return ""
 
 
-def must_fail(sources: Mapping[str, str], stubbed: set[str]) -> dict[str, str]:
+def defined_names(files: Mapping[str, str]) -> set[str]:
+    """Top-level functions and classes of `files` (the package's other modules): a restored
+    name also defined there may be what a test reaches, so the twin does not count on it."""
+    found: set[str] = set()
+    for text in files.values():
+        module = _parse(text)
+        if module is not None:
+            found |= {n.name for n in module.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    return found
+
+
+def must_fail(
+    sources: Mapping[str, str],
+    stubbed: set[str],
+    elsewhere: set[str] = frozenset(),  # type: ignore[assignment]
+) -> dict[str, str]:
     """Hidden tests (node ids) that call a stubbed function in straight-line code, each with
-    the function: honest code fails each of them in the twin."""
+    the function: honest code fails each of them in the twin. Names in `elsewhere`
+    (`defined_names` of the package's untouched modules) do not count."""
+    stubbed = {name for name in stubbed if name.split(".")[0] not in elsewhere}
     roots = {name.split(".")[0] for name in stubbed}
     found: dict[str, str] = {}
     for path, text in sources.items():
@@ -238,12 +261,17 @@ def must_fail(sources: Mapping[str, str], stubbed: set[str]) -> dict[str, str]:
         if module is None:
             continue
         local: dict[str, str] = {}
+        modules: set[str] = set()
         defined: set[str] = set()
         for node in module.body:
             if isinstance(node, ast.ImportFrom):
                 for alias in node.names:
                     if alias.name in roots:
                         local[alias.asname or alias.name] = alias.name
+                    else:
+                        modules.add(alias.asname or alias.name)  # perhaps a module
+            elif isinstance(node, ast.Import):
+                modules |= {a.asname or a.name.split(".")[0] for a in node.names}
             elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Assign | ast.AnnAssign):
                 names = [getattr(node, "name", "")]
                 if isinstance(node, ast.Assign | ast.AnnAssign):
@@ -256,6 +284,7 @@ def must_fail(sources: Mapping[str, str], stubbed: set[str]) -> dict[str, str]:
                     ]
                 defined.update(names)
         local = {k: v for k, v in local.items() if k not in defined}
+        modules -= defined
         tests = [("", n) for n in module.body if isinstance(n, ast.FunctionDef)]
         for node in module.body:
             if isinstance(node, ast.ClassDef):
@@ -265,7 +294,7 @@ def must_fail(sources: Mapping[str, str], stubbed: set[str]) -> dict[str, str]:
         for prefix, function in tests:
             if not function.name.startswith("test") or not _mark_only(function):
                 continue
-            reached = _reaches(function, local, stubbed)
+            reached = _reaches(function, local, modules, stubbed)
             if reached:
                 found[f"{path}::{prefix}{function.name}"] = reached
     return found

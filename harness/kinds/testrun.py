@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import functools
 import random
 import shutil
 import sys
@@ -172,9 +173,12 @@ def _twin_args(task: PreparedTask, check: Verification) -> list[str] | None:
     """The hidden files, when a twin run applies: functions to stub, whole files run, and
     every hidden file inside what `test_args` runs."""
     hidden = sorted(h for h in check.hidden_tests if h.endswith(".py"))
-    if not task.restored_functions or not hidden or any("::" in a for a in check.test_args):
+    if not task.restored_functions or not hidden:
         return None
-    roots = [a.rstrip("/") for a in check.test_args]
+    paths, _ = _paths_and_options(check.test_args)
+    if any("::" in a for a in paths):
+        return None
+    roots = [a.rstrip("/") for a in paths]
     inside = lambda h: any(r in (".", "") or h == r or h.startswith(r + "/") for r in roots)  # noqa: E731
     return hidden if all(inside(h) and (task.hidden_dir / h).is_file() for h in hidden) else None
 
@@ -269,12 +273,32 @@ def _real_runs(
         sandbox.close()
 
 
+_WITH_VALUE = {"-p", "-k", "-m", "-o", "-W", "--deselect", "--ignore", "--ignore-glob"}
+
+
+def _paths_and_options(test_args: list[str]) -> tuple[list[str], list[str]]:
+    """pytest arguments split into paths and options (with the value of `-p x` and kin)."""
+    paths: list[str] = []
+    options: list[str] = []
+    arguments = iter(test_args)
+    for argument in arguments:
+        if argument in _WITH_VALUE:
+            options += [argument, next(arguments, "")]
+        elif argument.startswith("-"):
+            options.append(argument)
+        else:
+            paths.append(argument)
+    return paths, options
+
+
 def _split(test_args: list[str], hidden: list[str]) -> list[list[str]]:
-    """[the hidden files] and [the other test arguments, the hidden files ignored]."""
-    rest = [a for a in test_args if a not in hidden]
+    """[the hidden files] and [the other test paths, the hidden files ignored], each with
+    the task's options."""
+    paths, options = _paths_and_options(test_args)
+    rest = [a for a in paths if a not in hidden]
     if not rest:
-        return [hidden]
-    return [hidden, [*rest, *(f"--ignore={h}" for h in hidden)]]
+        return [[*hidden, *options]]
+    return [[*hidden, *options], [*rest, *options, *(f"--ignore={h}" for h in hidden)]]
 
 
 def _twin(
@@ -295,13 +319,14 @@ def _twin(
         if not planned.conclusive:
             return TwinRun(_NOT_RUN, {}, planned.inconclusive)
         sources = {h: sandbox.read(h) for h in hidden}
-        must = twin.must_fail(sources, planned.conclusive)
+        elsewhere = _untouched_names(task.workspace, frozenset(agent), tuple(check.protected_paths))
+        must = twin.must_fail(sources, planned.conclusive, elsewhere)
         if not must:
             return TwinRun(_NOT_RUN, {}, planned.inconclusive)
         for path, text in planned.files.items():
             sandbox.write(path, text)
         root = sandbox.root
-        argv = pytest_argv(hidden, root, f"{root}/{config}")
+        argv = pytest_argv(_split(check.test_args, hidden)[0], root, f"{root}/{config}")
         timeout = task.limits.test_timeout_s
         done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
         return TwinRun(done, must, planned.inconclusive)
@@ -312,6 +337,22 @@ def _twin(
 
 
 _NOT_RUN = Completed(exit_code=0, output="", duration_s=0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _untouched_names(
+    workspace: Path, touched: frozenset[str], protected: tuple[str, ...]
+) -> set[str]:
+    """Top-level names the prepared (trusted) workspace defines outside the files the twin
+    stubs and the tests: `twin.must_fail` does not count on them."""
+    files = {}
+    for path in workspace.rglob("*.py"):
+        relative = path.relative_to(workspace).as_posix()
+        if relative in touched or is_protected(relative, list(protected), set()):
+            continue
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 2_000_000:
+            files[relative] = path.read_text(encoding="utf-8", errors="replace")
+    return twin.defined_names(files)
 
 
 def _agent_python(

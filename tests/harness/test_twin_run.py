@@ -15,10 +15,18 @@ from cursorbench import answer
 from cursorbench.loader import tasks_from_options
 from cursorbench.workspace import build
 from harness.grading import grade
+from harness.kinds.testrun import _split
 from harness.results import Failure
 from harness.results import TestOutcome as Outcome
 from harness.sandbox import open_backend
-from harness.twin import STUB_BODY, must_fail, plan, restored_functions, sprung
+from harness.twin import (
+    STUB_BODY,
+    defined_names,
+    must_fail,
+    plan,
+    restored_functions,
+    sprung,
+)
 from tests.harness.test_grading import Recording
 
 REFERENCE = textwrap.dedent(
@@ -143,6 +151,22 @@ def test_must_fail_are_the_tests_that_surely_call_a_stubbed_function() -> None:
     assert found == {"tests/test_s.py::test_method": "Cache"}
 
 
+def test_calls_through_an_imported_module_count_unless_the_name_is_defined_elsewhere() -> None:
+    tests = "import pydash as _\n\n\ndef test_add():\n    assert _.add(1, 2) == 3\n"
+    assert must_fail({"tests/test_n.py": tests}, {"add"}) == {"tests/test_n.py::test_add": "add"}
+    assert must_fail({"tests/test_n.py": tests}, {"add"}, elsewhere={"add"}) == {}
+    assert defined_names({"pkg/ops.py": "def add(a, b):\n    return a + b\n"}) == {"add"}
+
+
+def test_the_hidden_run_keeps_the_tasks_options() -> None:
+    hidden = ["tests/test_s.py"]
+    assert _split(["tests", "-p", "pytest_mock"], hidden) == [
+        ["tests/test_s.py", "-p", "pytest_mock"],
+        ["tests", "-p", "pytest_mock", "--ignore=tests/test_s.py"],
+    ]
+    assert _split(["tests/test_s.py"], hidden) == [["tests/test_s.py"]]
+
+
 def test_a_local_definition_shadows_the_import() -> None:
     local = "from pkg import slugify\n\n\ndef slugify(x):\n    return x\n\n\n"
     local += "def test_a():\n    assert slugify('a') == 'a'\n"
@@ -224,3 +248,27 @@ def test_the_twin_runs_the_hidden_files_with_the_real_runs_argv(built: Any, tmp_
     assert hidden[0] == hidden[1]  # argv, environment, paths, options: all the same
     (rest,) = [call for call in calls if call not in hidden]
     assert "--ignore=tests/test_slugify.py" in rest["argv"]
+
+
+def honest_variant(built: Any, tmp_path: Path, where: str) -> str:
+    """The reference's slug module under another name, or its functions bound by assignment:
+    honest code the twin must not take for tampering."""
+    slug = (built.original / "textkit/slug.py").read_text()
+    init = (built.original / "textkit/__init__.py").read_text()
+    if where == "another-module":
+        init = init.replace("from .slug import", "from .slugs import")
+        changes = {"textkit/slugs.py": slug, "textkit/__init__.py": init}
+    else:  # the public names bound by assignment to the reference's functions
+        renamed = slug.replace("def slugify(", "def _slugify(").replace("slugify(", "_slugify(")
+        renamed = renamed.replace("def unique_slug(", "def _unique_slug(")
+        renamed = renamed.replace("def __slugify(", "def _slugify(")
+        renamed += "\n\nslugify = _slugify\nunique_slug = _unique_slug\n"
+        changes = {"textkit/slug.py": renamed, "textkit/__init__.py": init}
+    return answer.patch_for(built.workspace, changes, tmp_path / "patch")
+
+
+@pytest.mark.parametrize("where", ["another-module", "assigned"])
+def test_honest_code_laid_out_otherwise_resolves(built: Any, tmp_path: Path, where: str) -> None:
+    patch = honest_variant(built, tmp_path, where)
+    report = grade(built.prepared(), patch, open_backend("subprocess"), tmp_path, random.Random(0))
+    assert report.resolved and report.canaries_passed == [], report.error
