@@ -161,7 +161,10 @@ def _choice(function: ast.FunctionDef, rng: random.Random) -> list[_Atom]:
     for statement in function.body:
         options += [[atom] for atom in _expected(statement)]
         name = _expected_parameter(statement)
-        if name in rows:
+        uses = sum(
+            isinstance(n, ast.Name) and n.id == name for b in function.body for n in ast.walk(b)
+        )
+        if name in rows and uses == 1:  # used as the expected value only, never as an input
             per_row = [_expected_side(row) for row in rows[name]]
             if per_row and all(per_row):
                 options.append([rng.choice(atoms) for atoms in per_row])

@@ -250,6 +250,28 @@ def test_a_canary_passing_beside_its_failing_original_is_an_honest_wrong_answer(
 # --- validation: hidden tests that would get none -------------------------------------------
 
 
+def test_a_parameter_that_is_also_an_input_is_not_nudged() -> None:
+    module = textwrap.dedent(
+        """
+        import pytest
+
+
+        @pytest.mark.parametrize("value", ["a", "b"])
+        def test_round_trip(value):
+            assert decode(encode(value)) == value
+
+
+        @pytest.mark.parametrize("raw, expected", [("A", "a"), ("B", "b")])
+        def test_lower(raw, expected):
+            assert lower(raw) == expected
+        """
+    )
+    for seed in range(5):
+        planted = plant({"test_x.py": module}, random.Random(seed))
+        assert set(planted.originals.values()) == {"test_x.py::test_lower"}
+        assert planted.files["test_x.py"].count('[("A", "a"), ("B", "b")]') == 1  # nudged
+
+
 def test_modules_that_do_not_parse_or_compare_nothing_to_a_literal_get_none() -> None:
     sources = {"test_a.py": "def broken(:\n", "test_b.py": "def test_b():\n    assert f()\n"}
     planted = plant(sources, random.Random(0))
