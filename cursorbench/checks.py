@@ -48,6 +48,7 @@ from cursorbench.workspace import (
     scan_hidden_paths,
     tree_digest,
 )
+from harness import canaries
 from harness.grading import PYTEST_ENV, grade, pytest_config
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
@@ -272,6 +273,7 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
         scratch = Path(folder)
         problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
         problems += kind.workspace_problems(task.verification, built.workspace)
+        problems += _canary_problems(built)
         derived = derive_tests(built, sandboxes, scratch)
         problems += derived.problems
         problems += _spec_problems(built, derived)
@@ -374,6 +376,13 @@ def stub_changes(built: BuiltTask) -> dict[str, str | None]:
         elif (built.workspace / path).is_file():
             changes[path] = (built.workspace / path).read_text(encoding="utf-8")
     return changes
+
+
+def _canary_problems(built: BuiltTask) -> list[str]:
+    """Hidden test files that would get no canaries at grading (`harness.canaries`)."""
+    hidden = [h for h in listed_tests(built).hidden_tests if (built.hidden / h).is_file()]
+    sources = {h: (built.hidden / h).read_text(encoding="utf-8", errors="replace") for h in hidden}
+    return canaries.canary_problems(sources) if any(h.endswith(".py") for h in sources) else []
 
 
 def _leak_problems(built: BuiltTask) -> list[str]:

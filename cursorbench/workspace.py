@@ -45,6 +45,7 @@ from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask, with_behaviour_checks
+from harness.twin import restored_functions
 
 BUILDER_VERSION = "3"
 SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
@@ -101,7 +102,19 @@ class BuiltTask:
             verification=with_behaviour_checks(task.verification, task.behaviour_checks),
             limits=task.limits,
             secret_paths=secret_paths(task),
+            restored_functions=self.restored_functions(),
         )
+
+    def restored_functions(self) -> dict[str, list[str]]:
+        """The functions the reference restores, by file (what the twin run stubs)."""
+        from cursorbench.answer import removed_lines  # it builds on this module
+
+        found = {}
+        for path, lines in removed_lines(self).items():
+            text = (self.original / path).read_text(encoding="utf-8", errors="replace")
+            if path.endswith(".py") and (names := restored_functions(text, lines)):
+                found[path] = names
+        return found
 
 
 def _files(root: Path) -> list[str]:

@@ -101,3 +101,8 @@ class PreparedTask(Frozen):
         default_factory=list,
         description="Host paths the agent must not see (task sources, their git history).",
     )
+    restored_functions: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Functions the reference restores, by file (`f`, `C.m`): the twin run "
+        "stubs them (harness/twin.py).",
+    )

@@ -1,7 +1,8 @@
 """The `pytest` kind (the default): pytest over the workspace plus hidden tests decides.
 
 Graded by the shared test run (`testrun.py`): the listed FAIL_TO_PASS and
-PASS_TO_PASS tests must all pass, with the protected paths restored from the task.
+PASS_TO_PASS tests must all pass, with the protected paths restored from the task; with
+the twin run (`twin.py`) where the task's reference restores functions.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class PytestKind:
         scratch: Path,
         rng: random.Random,
     ) -> GradeReport | None:
-        return grade_tests(task, check, patch, backend, scratch, rng)
+        return grade_tests(task, check, patch, backend, scratch, rng, twin_run=True)
 
     def behaviour(self, check: Verification) -> BehaviourVerification | None:
         return None

@@ -15,13 +15,21 @@
 5. `judge` turns the report into a verdict: a pure function.
 
 Not prevented: code under test shares pytest's process, so it can patch
-pytest's reporting or inspect the calling test. The canaries detect that: a
-canary that passes fails the attempt with `grader_tampering`.
+pytest's reporting or inspect the calling test. Two checks detect that and fail
+the attempt with `grader_tampering`: a canary (a near-copy of a real test that
+must fail) that passes beside its original, and the twin run (`twin.py`): where
+the task's reference restores functions, the hidden files run again on the
+agent's tree with those functions stubbed, and a test that calls one must fail.
+For the pytest kind the hidden files then run on their own (the twin's argv),
+the other tests in a second run, and the twin in a fresh sandbox at the same
+path, in a random order.
 """
 
 from __future__ import annotations
 
 import configparser
+import contextlib
+import functools
 import random
 import shutil
 import sys
@@ -32,9 +40,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import canaries
-from harness.junit import ReportError, junit_key, outcomes_for, parse_junit_report
-from harness.patch import GradingChange, PatchFormatError, glob_regex, grading_change
+from harness import canaries, twin
+from harness.junit import SEVERITY, ReportError, junit_key, outcomes_for, parse_junit_report
+from harness.patch import (
+    GradingChange,
+    PatchFormatError,
+    glob_regex,
+    grading_change,
+    is_protected,
+    split_patch,
+)
 from harness.results import Failure, Score, TestOutcome
 from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
 from harness.sandbox.protocol import (
@@ -145,6 +160,29 @@ def _overlay(
     return planted
 
 
+@dataclass(frozen=True)
+class TwinRun:
+    """The twin's run (`twin.py`) and the tests that must fail in it."""
+
+    done: Completed
+    must_fail: dict[str, str]
+    inconclusive: dict[str, str] = field(default_factory=dict)
+
+
+def _twin_args(task: PreparedTask, check: Verification) -> list[str] | None:
+    """The hidden files, when a twin run applies: functions to stub, whole files run, and
+    every hidden file inside what `test_args` runs."""
+    hidden = sorted(h for h in check.hidden_tests if h.endswith(".py"))
+    if not task.restored_functions or not hidden:
+        return None
+    paths, _ = _paths_and_options(check.test_args)
+    if any("::" in a for a in paths):
+        return None
+    roots = [a.rstrip("/") for a in paths]
+    inside = lambda h: any(r in (".", "") or h == r or h.startswith(r + "/") for r in roots)  # noqa: E731
+    return hidden if all(inside(h) and (task.hidden_dir / h).is_file() for h in hidden) else None
+
+
 def grade_tests(
     task: PreparedTask,
     check: Verification,
@@ -154,9 +192,11 @@ def grade_tests(
     rng: random.Random,
     read_back: str | None = None,
     refine: Refine | None = None,
+    twin_run: bool = False,
 ) -> GradeReport:
     """The change graded by the task's tests. `refine` adds a kind's verdict to the run's
-    (given `read_back`, a file as the change left it, read inside the sandbox)."""
+    (given `read_back`, a file as the change left it, read inside the sandbox); `twin_run`
+    adds the twin (`twin.py`) where the task has functions to stub."""
     started = time.monotonic()
     protected = protected_files(task.workspace, check)
     try:
@@ -166,27 +206,177 @@ def grade_tests(
     overlay = scratch / "overlay"
     shutil.rmtree(overlay, ignore_errors=True)
     planted = _overlay(task, check, overlay, rng)
-    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
+    hidden = _twin_args(task, check) if twin_run else None
+    config = pytest_config(task.workspace) or EMPTY_CONFIG
+    twin_first = hidden is not None and rng.random() < 0.5
+    found_twin: TwinRun | None = None
     try:
-        sandbox.apply_patch(change.patch)
-        config = pytest_config(task.workspace) or EMPTY_CONFIG
-        argv = pytest_argv(check.test_args, sandbox.root, f"{sandbox.root}/{config}")
-        timeout = task.limits.test_timeout_s
-        done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
-        text = _read_back(sandbox, read_back)
+        if twin_first and hidden is not None:
+            found_twin = _twin(task, check, change.patch, backend, scratch, overlay, hidden, config)
+        runs, text = _real_runs(task, check, change.patch, backend, scratch, overlay, hidden,
+                                config, read_back)  # fmt: skip
+        if hidden is not None and not twin_first:
+            found_twin = _twin(task, check, change.patch, backend, scratch, overlay, hidden, config)
     except PatchRejected as error:
         return _early(Failure.PATCH_REJECTED, str(error), change, started)
     except ResourceLimitExceeded as error:
         return _early(Failure.RESOURCE_LIMIT, str(error), change, started)
     finally:
-        sandbox.close()
         shutil.rmtree(overlay, ignore_errors=True)
-    report = judge(check, done, planted, task.limits.test_timeout_s)
+    report = judge(check, runs, planted, task.limits.test_timeout_s, found_twin)
     if refine is not None:
         report = refine(report, text)
     report.duration_s = time.monotonic() - started
     report.dropped = change.dropped_protected + change.dropped_links
     return report
+
+
+def _open(
+    task: PreparedTask, backend: SandboxBackend, scratch: Path, overlay: Path, patch: str
+) -> Sandbox:
+    """A grading sandbox with the change applied; always at the same path (the twin's too)."""
+    shutil.rmtree(scratch / "sandbox", ignore_errors=True)
+    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
+    try:
+        sandbox.apply_patch(patch)
+    except BaseException:
+        sandbox.close()
+        raise
+    return sandbox
+
+
+def _real_runs(
+    task: PreparedTask,
+    check: Verification,
+    patch: str,
+    backend: SandboxBackend,
+    scratch: Path,
+    overlay: Path,
+    hidden: list[str] | None,
+    config: str,
+    read_back: str | None,
+) -> tuple[list[Completed], str | None]:
+    """The tests on the agent's tree: in one run, or (with a twin) the hidden files with the
+    twin's argv and the others in a run of their own."""
+    sandbox = _open(task, backend, scratch, overlay, patch)
+    try:
+        root, timeout = sandbox.root, task.limits.test_timeout_s
+        parts = [check.test_args] if hidden is None else _split(check.test_args, hidden)
+        runs = []
+        for args in parts:
+            argv = pytest_argv(args, root, f"{root}/{config}")
+            runs.append(
+                sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+            )
+        return runs, _read_back(sandbox, read_back)
+    finally:
+        sandbox.close()
+
+
+_WITH_VALUE = {"-p", "-k", "-m", "-o", "-W", "--deselect", "--ignore", "--ignore-glob"}
+
+
+def _paths_and_options(test_args: list[str]) -> tuple[list[str], list[str]]:
+    """pytest arguments split into paths and options (with the value of `-p x` and kin)."""
+    paths: list[str] = []
+    options: list[str] = []
+    arguments = iter(test_args)
+    for argument in arguments:
+        if argument in _WITH_VALUE:
+            options += [argument, next(arguments, "")]
+        elif argument.startswith("-"):
+            options.append(argument)
+        else:
+            paths.append(argument)
+    return paths, options
+
+
+def _split(test_args: list[str], hidden: list[str]) -> list[list[str]]:
+    """[the hidden files] and [the other test paths, the hidden files ignored], each with
+    the task's options."""
+    paths, options = _paths_and_options(test_args)
+    rest = [a for a in paths if a not in hidden]
+    if not rest:
+        return [[*hidden, *options]]
+    return [[*hidden, *options], [*rest, *options, *(f"--ignore={h}" for h in hidden)]]
+
+
+def _twin(
+    task: PreparedTask,
+    check: Verification,
+    patch: str,
+    backend: SandboxBackend,
+    scratch: Path,
+    overlay: Path,
+    hidden: list[str],
+    config: str,
+) -> TwinRun | None:
+    """The hidden files run on the agent's tree with the restored functions stubbed."""
+    sandbox = _open(task, backend, scratch, overlay, patch)
+    try:
+        agent = _agent_python(sandbox, patch, check, task.restored_functions)
+        planned = twin.plan(agent, task.restored_functions)
+        if not planned.conclusive:
+            return TwinRun(_NOT_RUN, {}, planned.inconclusive)
+        sources = {h: sandbox.read(h) for h in hidden}
+        elsewhere = _untouched_names(task.workspace, frozenset(agent), tuple(check.protected_paths))
+        must = twin.must_fail(sources, planned.conclusive, elsewhere)
+        if not must:
+            return TwinRun(_NOT_RUN, {}, planned.inconclusive)
+        for path, text in planned.files.items():
+            sandbox.write(path, text)
+        root = sandbox.root
+        argv = pytest_argv(_split(check.test_args, hidden)[0], root, f"{root}/{config}")
+        timeout = task.limits.test_timeout_s
+        done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        return TwinRun(done, must, planned.inconclusive)
+    except SandboxError:
+        return None
+    finally:
+        sandbox.close()
+
+
+_NOT_RUN = Completed(exit_code=0, output="", duration_s=0.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _untouched_names(
+    workspace: Path, touched: frozenset[str], protected: tuple[str, ...]
+) -> set[str]:
+    """Top-level names the prepared (trusted) workspace defines outside the files the twin
+    stubs and the tests: `twin.must_fail` does not count on them."""
+    files = {}
+    for path in workspace.rglob("*.py"):
+        relative = path.relative_to(workspace).as_posix()
+        if relative in touched or is_protected(relative, list(protected), set()):
+            continue
+        if path.is_file() and not path.is_symlink() and path.stat().st_size <= 2_000_000:
+            files[relative] = path.read_text(encoding="utf-8", errors="replace")
+    return twin.defined_names(files)
+
+
+def _agent_python(
+    sandbox: Sandbox, patch: str, check: Verification, restored: dict[str, list[str]]
+) -> dict[str, str]:
+    """The Python files the reference restores and the change touches (tests aside), as the
+    change left them, read inside the sandbox."""
+    paths = set(restored)
+    with contextlib.suppress(PatchFormatError):
+        paths |= {
+            c.path
+            for c in split_patch(patch)
+            if c.path.endswith(".py") and not c.deleted and c.link_target is None
+            and not is_protected(c.path, check.protected_paths, set(check.hidden_tests))
+        }  # fmt: skip
+    files = {}
+    for path in sorted(paths):
+        try:
+            text = sandbox.read(path)
+        except SandboxError:
+            continue
+        if len(text) <= MAX_READ_BACK_CHARS:
+            files[path] = text
+    return files
 
 
 def _read_back(sandbox: Sandbox, path: str | None) -> str | None:
@@ -206,24 +396,48 @@ def _early(failure: Failure, error: str, change: GradingChange, started: float) 
     return GradeReport(False, failure, error=error, duration_s=duration, dropped=dropped)
 
 
+def _merged(runs: list[Completed]) -> tuple[dict[tuple[str, str], TestOutcome], str | None]:
+    """The runs' reports as one (the worst outcome wins), and what made one unreadable."""
+    merged: dict[tuple[str, str], TestOutcome] = {}
+    problem = None
+    for done in runs:
+        try:
+            report = parse_junit_report(done.report or b"")
+        except ReportError as unreadable:
+            report, problem = {}, str(unreadable)
+        for key, outcome in report.items():
+            previous = merged.get(key)
+            if previous is None or SEVERITY.index(outcome) > SEVERITY.index(previous):
+                merged[key] = outcome
+    return merged, problem
+
+
 def judge(
-    check: Verification, done: Completed, planted: canaries.Canaries, timeout_s: float
+    check: Verification,
+    done: Completed | list[Completed],
+    planted: canaries.Canaries,
+    timeout_s: float,
+    twin_run: TwinRun | None = None,
 ) -> GradeReport:
-    """The verdict from a finished test run: pure, no I/O."""
-    try:
-        report = parse_junit_report(done.report or b"")
-        problem = None
-    except ReportError as unreadable:
-        report, problem = {}, str(unreadable)
+    """The verdict from finished test runs (and the twin's, if any): pure, no I/O."""
+    runs = done if isinstance(done, list) else [done]
+    report, problem = _merged(runs)
     tests = outcomes_for(check.fail_to_pass + check.pass_to_pass, report)
     whole_modules = not any("::" in arg for arg in check.test_args)
     sprung = _canaries_sprung(planted, report, whole_modules)
-    output = done.output
+    if twin_run is not None and twin_run.must_fail:
+        try:
+            twin_report = parse_junit_report(twin_run.done.report or b"")
+        except ReportError:
+            twin_report = {}
+        sprung += twin.sprung(twin_run.must_fail, twin_report)
+    output = "\n".join(run.output for run in runs)
     if sprung:
-        error = f"{len(sprung)} canary tests that must fail passed or vanished: "
+        error = f"{len(sprung)} tests that must fail passed or vanished "
+        error += "(canaries, or tests run with the restored functions stubbed): "
         error += "the verdict was tampered with"
         return GradeReport(False, Failure.GRADER_TAMPERING, tests, error, 0.0, output, sprung)
-    if done.timed_out:
+    if any(run.timed_out for run in runs):
         error = f"tests ran over {timeout_s}s"
         return GradeReport(False, Failure.TEST_TIMEOUT, tests, error, 0.0, output)
     resolved = all(outcome is TestOutcome.PASSED for outcome in tests.values())
@@ -234,19 +448,37 @@ def judge(
 def _canaries_sprung(
     planted: canaries.Canaries, report: dict[tuple[str, str], TestOutcome], whole_modules: bool
 ) -> list[str]:
-    """Canaries that passed, or that are missing while their module's other tests ran
-    (when whole modules were run, a missing canary was taken out of the report)."""
+    """Canaries that passed while no case of their original failed, or that are missing
+    while their module's other tests ran (when whole modules were run, a missing canary was
+    taken out of the report)."""
     sprung = []
+    bad = (TestOutcome.FAILED, TestOutcome.ERROR)
     for path, names in planted.names.items():
         module, _ = junit_key(f"{path}::x")
         siblings = [c for c, _ in report if c == module or c.startswith(module + ".")]
         for name in names:
-            found = [
-                (case_name, outcome)
-                for (case_class, case_name), outcome in report.items()
-                if case_class == module and (case_name == name or case_name.startswith(name + "["))
+            found = _cases(report, f"{path}::{name}")
+            original = planted.originals.get(f"{path}::{name}")
+            if original is not None and any(o in bad for _, o in _cases(report, original)):
+                continue  # an honest wrong answer may hit a canary's neighbour value
+            short = junit_key(f"{path}::{name}")[1]
+            sprung += [
+                f"{path}::{name}{case[len(short) :]} passed"
+                for case, outcome in found
+                if outcome is TestOutcome.PASSED
             ]
-            sprung += [f"{path}::{n} passed" for n, o in found if o is TestOutcome.PASSED]
             if not found and siblings and whole_modules:
                 sprung.append(f"{path}::{name} missing")
     return sprung
+
+
+def _cases(
+    report: dict[tuple[str, str], TestOutcome], node_id: str
+) -> list[tuple[str, TestOutcome]]:
+    """(name, outcome) of each reported case of a test, with any parameters."""
+    classname, name = junit_key(node_id)
+    return [
+        (case_name, outcome)
+        for (case_class, case_name), outcome in report.items()
+        if case_class == classname and (case_name == name or case_name.startswith(name + "["))
+    ]

@@ -10,6 +10,7 @@ import pytest
 
 from cursorbench.loader import tasks_from_options
 from cursorbench.workspace import build
+from harness.canaries import plant
 from harness.grading import grade
 from harness.results import Failure
 from harness.sandbox import SandboxBackend, open_backend
@@ -47,16 +48,26 @@ def test_tests_run_read_only_with_plugin_autoloading_off(built: Any, tmp_path: P
     backend = Recording(open_backend("subprocess"))
     report = grade(built.prepared(), built.reference_patch, backend, tmp_path, random.Random(0))
     assert report.resolved, report.error
-    (pytest_call,) = [call for call in backend.calls if "pytest" in call["argv"]]
-    assert pytest_call["read_only"] is True and pytest_call["report"] is True
-    assert pytest_call["env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
-    assert pytest_call["argv"][1] == "-P"  # the workspace is not on sys.path at start
+    calls = [call for call in backend.calls if "pytest" in call["argv"]]
+    assert len(calls) == 3  # the hidden files, the other tests, the twin (twin_run.py)
+    for pytest_call in calls:
+        assert pytest_call["read_only"] is True and pytest_call["report"] is True
+        assert pytest_call["env"]["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+        assert pytest_call["argv"][1] == "-P"  # the workspace is not on sys.path at start
 
 
 def test_canaries_run_and_fail_for_the_reference(built: Any, tmp_path: Path) -> None:
-    report = grade(built.prepared(), built.reference_patch, open_backend("subprocess"), tmp_path)
+    rng = random.Random(0)
+    planted = plant(
+        {"tests/test_slugify.py": (built.hidden / "tests/test_slugify.py").read_text()},
+        random.Random(0),
+    )
+    report = grade(
+        built.prepared(), built.reference_patch, open_backend("subprocess"), tmp_path, rng
+    )
     assert report.resolved and report.canaries_passed == []
-    assert "2 failed" in report.output  # the two canaries, and nothing else
+    count = len(planted.names["tests/test_slugify.py"])
+    assert count >= 3 and f"{count} failed" in report.output  # the canaries, nothing else
 
 
 def test_protected_parts_of_the_change_are_dropped_and_listed(built: Any, tmp_path: Path) -> None:
