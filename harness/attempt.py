@@ -4,7 +4,10 @@ Whatever goes wrong inside an attempt ends as an `AttemptResult` with a typed
 failure; nothing here raises into the runner, so one bad attempt never stops
 a run. Blame goes to the right party: what the agent's own actions cause
 (a resource limit, a change that cannot be taken or applied, tampering) is
-`failed` with its type; `error` is kept for the endpoint and the harness.
+`failed` with its type; `error` is kept for the endpoint and the harness. Once the
+agent has stopped, judging what it left runs under one rule (`harness.blame.judging`):
+an exception there is the agent's `failed/unjudgeable` unless a step of the harness's
+own (the sandbox, a trusted file, the trajectory) raised it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.agent import run_agent
+from harness.blame import GuardedSandbox, harness_step, judging
 from harness.flags import scan
 from harness.grading import GradeReport, grade
 from harness.kinds.behaviour import low_scores
@@ -109,24 +113,11 @@ def _attempt(
         )
         if outcome.failure is not None:
             return _failed(outcome.failure, outcome.message)
-        patch = sandbox.diff()
-        behaviour = behaviour_part(task.verification)
-        files = _final_files(task, sandbox, patch) if behaviour else None
-        sandbox.close()  # before grading: its memory and processes are freed
-        sandbox = None
-        tally.diff_lines_added, tally.diff_lines_removed = diff_stats(patch)
-        tally.flags = scan(patch, task.verification.protected_paths)
-        trajectory.write("diff", patch=patch, flags=tally.flags)
-        verdict = _pytest_verdict(task, patch, env, scratch, trajectory)
-        if behaviour is None or files is None:
-            assert verdict is not None
-            return verdict
-        resolved = None if verdict is None else verdict.status is Status.RESOLVED
-        state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
-        scores = score_checks(task, behaviour.checks, state, read_trajectory(trajectory.path))
-        trajectory.write("scores", scores={k: v.model_dump() for k, v in scores.items()})
-        final = verdict or _behaviour_verdict(behaviour, scores)
-        return final.model_copy(update={"scores": final.scores or scores})  # grading's first
+        agent_sandbox = GuardedSandbox(sandbox)
+        return judging(
+            lambda: _judge(task, env, scratch, trajectory, tally, agent_sandbox),
+            lambda failure, message: _judge_failed(trajectory, failure, message),
+        )
     except ResourceLimitExceeded as limit:
         trajectory.write("limit", message=str(limit))
         return _failed(Failure.RESOURCE_LIMIT, str(limit))
@@ -143,6 +134,48 @@ def _attempt(
             remove_tree(scratch)
 
 
+def _judge(
+    task: PreparedTask,
+    env: AttemptEnvironment,
+    scratch: Path,
+    trajectory: Trajectory,
+    tally: AttemptTally,
+    sandbox: Sandbox,
+) -> Verdict:
+    """The verdict on what the agent left (run under `harness.blame.judging`): its change,
+    taken and graded in a clean state, and its behaviour checks' scores."""
+    patch = sandbox.diff()
+    behaviour = behaviour_part(task.verification)
+    files = _final_files(task, sandbox, patch) if behaviour else None
+    sandbox.close()  # before grading: its memory and processes are freed
+    tally.diff_lines_added, tally.diff_lines_removed = diff_stats(patch)
+    tally.flags = scan(patch, task.verification.protected_paths)
+    _record(trajectory, "diff", patch=patch, flags=tally.flags)
+    verdict = _pytest_verdict(task, patch, env, scratch, trajectory)
+    if behaviour is None or files is None:
+        assert verdict is not None
+        return verdict
+    resolved = None if verdict is None else verdict.status is Status.RESOLVED
+    state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
+    scores = score_checks(task, behaviour.checks, state, read_trajectory(trajectory.path))
+    _record(trajectory, "scores", scores={k: v.model_dump() for k, v in scores.items()})
+    final = verdict or _behaviour_verdict(behaviour, scores)
+    return final.model_copy(update={"scores": final.scores or scores})  # grading's first
+
+
+def _judge_failed(trajectory: Trajectory, failure: Failure, message: str) -> Verdict:
+    """The agent's failure found while judging, recorded with its traceback."""
+    _record(trajectory, "judging", failure=failure.value, message=message,
+            traceback=traceback.format_exc())  # fmt: skip
+    return _failed(failure, message)
+
+
+def _record(trajectory: Trajectory, kind: str, **fields: object) -> None:
+    """A trajectory record written while judging: a failure to write is the harness's."""
+    with harness_step("the trajectory could not be written"):
+        trajectory.write(kind, **fields)
+
+
 def _pytest_verdict(
     task: PreparedTask, patch: str, env: AttemptEnvironment, scratch: Path, trajectory: Trajectory
 ) -> Verdict | None:
@@ -152,7 +185,8 @@ def _pytest_verdict(
     if not patch.strip():
         return _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
     report = grade(task, patch, env.backend, scratch / "grade", random.Random())
-    trajectory.write(
+    _record(
+        trajectory,
         "grade",
         tests=report.tests,
         canaries_passed=report.canaries_passed,

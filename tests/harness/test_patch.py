@@ -19,9 +19,12 @@ PATTERNS = list(DEFAULT_PROTECTED_PATHS)
 
 
 def modified(path: str, header_path: str | None = None) -> str:
+    """A modified file's section; `header_path`: both names as git quotes them."""
     name = header_path or f"a/{path} b/{path}"
+    old, new = name.split(" ") if header_path else (f"a/{path}", f"b/{path}")
+    tab = "\t" if " " in path and not header_path else ""  # git ends such a name with a tab
     return (
-        f"diff --git {name}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
+        f"diff --git {name}\nindex 1111111..2222222 100644\n--- {old}{tab}\n+++ {new}{tab}\n"
         "@@ -1 +1 @@\n-old\n+new\n"
     )
 
