@@ -16,6 +16,7 @@ import random
 import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from harness.agent import run_agent
@@ -44,7 +45,14 @@ from harness.sandbox import (
 )
 from harness.sandbox.baseline import diff_stats
 from harness.sandbox.local import remove_tree
-from harness.scoring import MAX_STATE_FILE_CHARS, FinalState, score_checks, touched_paths
+from harness.scoring import (
+    MAX_STATE_FILE_CHARS,
+    FinalState,
+    Records,
+    get_grader,
+    run_check,
+    touched_paths,
+)
 from harness.spec import BehaviourVerification, PreparedTask, behaviour_part, graded_by_run
 from harness.trajectory import Trajectory, read_trajectory
 
@@ -157,10 +165,32 @@ def _judge(
         return verdict
     resolved = None if verdict is None else verdict.status is Status.RESOLVED
     state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
-    scores = score_checks(task, behaviour.checks, state, read_trajectory(trajectory.path))
+    with harness_step("the trajectory could not be read"):
+        records = read_trajectory(trajectory.path)
+    scores = _scores(task, behaviour, state, records)
     _record(trajectory, "scores", scores={k: v.model_dump() for k, v in scores.items()})
     final = verdict or _behaviour_verdict(behaviour, scores)
     return final.model_copy(update={"scores": final.scores or scores})  # grading's first
+
+
+def _scores(
+    task: PreparedTask, behaviour: BehaviourVerification, state: FinalState, records: Records
+) -> dict[str, Score]:
+    """Each behaviour check's score (as `harness.scoring.score_checks`), one check at a time
+    under the blame rule: a grader that raises on what the agent left scores 0 with the
+    exception as its reason, and the other checks still count."""
+    scores: dict[str, Score] = {}
+    for check in behaviour.checks:
+        with harness_step(f"behaviour grader {check.grader}"):
+            get_grader(check.grader)
+        score = judging(partial(run_check, task, check, state, records), _zero_score)
+        if score is not None:  # None: the check does not apply to this attempt
+            scores[check.score_key] = score
+    return scores
+
+
+def _zero_score(failure: Failure, message: str) -> Score | None:
+    return Score(value=0.0, reasons=[message])
 
 
 def _judge_failed(trajectory: Trajectory, failure: Failure, message: str) -> Verdict:

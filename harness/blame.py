@@ -173,4 +173,4 @@ class GuardedBackend:
 
 def guarded(backend: SandboxBackend) -> SandboxBackend:
     """`backend` with the rule's harness side marked (idempotent)."""
-    return backend if isinstance(backend, GuardedBackend) else GuardedBackend(backend)  # type: ignore[return-value]
+    return backend if isinstance(backend, GuardedBackend) else GuardedBackend(backend)

@@ -121,7 +121,7 @@ def probe(module: types.ModuleType, tree: ast.Module, dotted: str, filename: str
         runner.run(test, out=lambda text: None, clear_globs=True)
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
     return {"calls": calls[0], "problem": None}
 
 

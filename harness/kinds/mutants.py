@@ -158,12 +158,14 @@ class _AddUnusedLocal(ast.NodeTransformer):
         )
         start = 1 if has_doc else 0
         place = self.rng.randint(start, max(start, len(node.body) - 1))
-        value = ast.Constant(self.rng.randint(0, 2**31))
-        assign = ast.Assign(targets=[ast.Name(self.name, ast.Store())], value=value)
         anchor = node.body[min(place, len(node.body) - 1)]
-        for part in ast.walk(assign):
-            ast.copy_location(part, anchor)
-            part.end_lineno, part.end_col_offset = anchor.lineno, anchor.col_offset
+        line, column = anchor.lineno, anchor.col_offset  # no line number moves
+        value = ast.Constant(self.rng.randint(0, 2**31), lineno=line, col_offset=column,
+                             end_lineno=line, end_col_offset=column)  # fmt: skip
+        target = ast.Name(self.name, ast.Store(), lineno=line, col_offset=column,
+                          end_lineno=line, end_col_offset=column)  # fmt: skip
+        assign = ast.Assign(targets=[target], value=value, lineno=line, col_offset=column,
+                            end_lineno=line, end_col_offset=column)  # fmt: skip
         node.body.insert(place, assign)
         return node
 
