@@ -185,7 +185,7 @@ SECTION = "diff --git a/notes.txt b/notes.txt\n"
         "plus-other",
         "minus-other",
         "unknown",
-    ],  # fmt: skip
+    ],
 )
 def test_a_header_the_harness_diff_never_writes_is_refused(header: str) -> None:
     with pytest.raises(PatchFormatError, match=r"never writes|names another file"):
