@@ -4,7 +4,10 @@ Whatever goes wrong inside an attempt ends as an `AttemptResult` with a typed
 failure; nothing here raises into the runner, so one bad attempt never stops
 a run. Blame goes to the right party: what the agent's own actions cause
 (a resource limit, a change that cannot be taken or applied, tampering) is
-`failed` with its type; `error` is kept for the endpoint and the harness.
+`failed` with its type; `error` is kept for the endpoint and the harness. Once the
+agent has stopped, judging what it left runs under one rule (`harness.blame.judging`):
+an exception there is the agent's `failed/unjudgeable` unless a step of the harness's
+own (the sandbox, a trusted file, the trajectory) raised it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import random
 import traceback
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from harness.agent import run_agent
+from harness.blame import GuardedSandbox, harness_step, judging
 from harness.flags import scan
 from harness.grading import GradeReport, grade
 from harness.kinds.behaviour import low_scores
@@ -40,7 +45,14 @@ from harness.sandbox import (
 )
 from harness.sandbox.baseline import diff_stats
 from harness.sandbox.local import remove_tree
-from harness.scoring import MAX_STATE_FILE_CHARS, FinalState, score_checks, touched_paths
+from harness.scoring import (
+    MAX_STATE_FILE_CHARS,
+    FinalState,
+    Records,
+    get_grader,
+    run_check,
+    touched_paths,
+)
 from harness.spec import BehaviourVerification, PreparedTask, behaviour_part, graded_by_run
 from harness.trajectory import Trajectory, read_trajectory
 
@@ -109,24 +121,11 @@ def _attempt(
         )
         if outcome.failure is not None:
             return _failed(outcome.failure, outcome.message)
-        patch = sandbox.diff()
-        behaviour = behaviour_part(task.verification)
-        files = _final_files(task, sandbox, patch) if behaviour else None
-        sandbox.close()  # before grading: its memory and processes are freed
-        sandbox = None
-        tally.diff_lines_added, tally.diff_lines_removed = diff_stats(patch)
-        tally.flags = scan(patch, task.verification.protected_paths)
-        trajectory.write("diff", patch=patch, flags=tally.flags)
-        verdict = _pytest_verdict(task, patch, env, scratch, trajectory)
-        if behaviour is None or files is None:
-            assert verdict is not None
-            return verdict
-        resolved = None if verdict is None else verdict.status is Status.RESOLVED
-        state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
-        scores = score_checks(task, behaviour.checks, state, read_trajectory(trajectory.path))
-        trajectory.write("scores", scores={k: v.model_dump() for k, v in scores.items()})
-        final = verdict or _behaviour_verdict(behaviour, scores)
-        return final.model_copy(update={"scores": final.scores or scores})  # grading's first
+        agent_sandbox = GuardedSandbox(sandbox)
+        return judging(
+            lambda: _judge(task, env, scratch, trajectory, tally, agent_sandbox),
+            lambda failure, message: _judge_failed(trajectory, failure, message),
+        )
     except ResourceLimitExceeded as limit:
         trajectory.write("limit", message=str(limit))
         return _failed(Failure.RESOURCE_LIMIT, str(limit))
@@ -143,6 +142,70 @@ def _attempt(
             remove_tree(scratch)
 
 
+def _judge(
+    task: PreparedTask,
+    env: AttemptEnvironment,
+    scratch: Path,
+    trajectory: Trajectory,
+    tally: AttemptTally,
+    sandbox: Sandbox,
+) -> Verdict:
+    """The verdict on what the agent left (run under `harness.blame.judging`): its change,
+    taken and graded in a clean state, and its behaviour checks' scores."""
+    patch = sandbox.diff()
+    behaviour = behaviour_part(task.verification)
+    files = _final_files(task, sandbox, patch) if behaviour else None
+    sandbox.close()  # before grading: its memory and processes are freed
+    tally.diff_lines_added, tally.diff_lines_removed = diff_stats(patch)
+    tally.flags = scan(patch, task.verification.protected_paths)
+    _record(trajectory, "diff", patch=patch, flags=tally.flags)
+    verdict = _pytest_verdict(task, patch, env, scratch, trajectory)
+    if behaviour is None or files is None:
+        assert verdict is not None
+        return verdict
+    resolved = None if verdict is None else verdict.status is Status.RESOLVED
+    state = FinalState(patch=patch, before=files[0], after=files[1], resolved=resolved)
+    with harness_step("the trajectory could not be read"):
+        records = read_trajectory(trajectory.path)
+    scores = _scores(task, behaviour, state, records)
+    _record(trajectory, "scores", scores={k: v.model_dump() for k, v in scores.items()})
+    final = verdict or _behaviour_verdict(behaviour, scores)
+    return final.model_copy(update={"scores": final.scores or scores})  # grading's first
+
+
+def _scores(
+    task: PreparedTask, behaviour: BehaviourVerification, state: FinalState, records: Records
+) -> dict[str, Score]:
+    """Each behaviour check's score (as `harness.scoring.score_checks`), one check at a time
+    under the blame rule: a grader that raises on what the agent left scores 0 with the
+    exception as its reason, and the other checks still count."""
+    scores: dict[str, Score] = {}
+    for check in behaviour.checks:
+        with harness_step(f"behaviour grader {check.grader}"):
+            get_grader(check.grader)
+        score = judging(partial(run_check, task, check, state, records), _zero_score)
+        if score is not None:  # None: the check does not apply to this attempt
+            scores[check.score_key] = score
+    return scores
+
+
+def _zero_score(failure: Failure, message: str) -> Score | None:
+    return Score(value=0.0, reasons=[message])
+
+
+def _judge_failed(trajectory: Trajectory, failure: Failure, message: str) -> Verdict:
+    """The agent's failure found while judging, recorded with its traceback."""
+    _record(trajectory, "judging", failure=failure.value, message=message,
+            traceback=traceback.format_exc())  # fmt: skip
+    return _failed(failure, message)
+
+
+def _record(trajectory: Trajectory, kind: str, **fields: object) -> None:
+    """A trajectory record written while judging: a failure to write is the harness's."""
+    with harness_step("the trajectory could not be written"):
+        trajectory.write(kind, **fields)
+
+
 def _pytest_verdict(
     task: PreparedTask, patch: str, env: AttemptEnvironment, scratch: Path, trajectory: Trajectory
 ) -> Verdict | None:
@@ -152,7 +215,8 @@ def _pytest_verdict(
     if not patch.strip():
         return _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
     report = grade(task, patch, env.backend, scratch / "grade", random.Random())
-    trajectory.write(
+    _record(
+        trajectory,
         "grade",
         tests=report.tests,
         canaries_passed=report.canaries_passed,

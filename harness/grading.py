@@ -9,6 +9,10 @@ that each named function's docstring example calls it; `mutants` runs the
 agent's tests against hidden mutants; `answer` reads the answer file from the
 patch text and checks it against the task's facts (no sandbox, nothing of the
 agent's runs). `behaviour` is not graded here: its checks score the attempt.
+
+`grade` is the judge boundary (`harness.blame`): an exception while a kind judges what
+the agent produced is the agent's `failed/unjudgeable`; only the harness's own steps (its
+prepared files, the sandbox backend) fail as errors.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from harness.blame import guarded, harness_step, judging
 from harness.kinds.pytest_kind import Verification
 from harness.kinds.registry import kind_of, pytest_part
 from harness.kinds.testrun import (
@@ -27,6 +32,7 @@ from harness.kinds.testrun import (
     pytest_config,
 )
 from harness.kinds.testrun import protected_files as _protected_files
+from harness.results import Failure
 from harness.sandbox.protocol import SandboxBackend
 from harness.spec import PreparedTask
 
@@ -43,13 +49,25 @@ def grade(
     scratch: Path,
     rng: random.Random | None = None,
 ) -> GradeReport:
-    """The verdict on `patch` by the task's verification kind."""
-    report = kind_of(task.verification).grade(
-        task, task.verification, patch, backend, scratch, rng or random.Random()
+    """The verdict on `patch` by the task's verification kind; whose fault an exception
+    is: `harness.blame` (a `HarnessFault` is raised on)."""
+    kind = kind_of(task.verification)
+    if not kind.graded_by_run:
+        raise ValueError(f"task {task.id}: its verification runs no tests")
+    with harness_step(f"task {task.id}: its prepared workspace"):
+        if not task.workspace.is_dir():
+            raise FileNotFoundError(task.workspace)
+    sandboxes, draw = guarded(backend), rng or random.Random()
+    report = judging(
+        lambda: kind.grade(task, task.verification, patch, sandboxes, scratch, draw), _unjudged
     )
     if report is None:
-        raise ValueError(f"task {task.id}: its verification runs no tests")
+        raise ValueError(f"task {task.id}: its verification graded nothing")
     return report
+
+
+def _unjudged(failure: Failure, message: str) -> GradeReport | None:
+    return GradeReport(False, failure, error=message)
 
 
 def tests_of(task: PreparedTask) -> Verification:

@@ -1,7 +1,12 @@
 """The agent's change as text: split a git patch by file, and keep what grading may apply.
 
-Pure functions over the patch text a sandbox's `diff` produced (no renames,
-octal-escaped paths). Grading applies only what `grading_change` keeps:
+Pure functions over the patch text a sandbox's `diff` produced (`git diff --binary
+--no-renames`: octal-escaped paths, no renames or copies). A section whose extended
+header holds a line that diff never writes (`rename from/to`, `copy from/to`,
+`similarity index`, a mode change other than the executable bit, anything unknown), or
+whose `---`/`+++` lines name another file than its `diff --git` line, is refused: `git
+apply` honours those lines, while everything here judges a section by its header's path.
+Grading applies only what `grading_change` keeps:
 
 - a file under a protected pattern (test files, test configuration), a hidden
   test, or a folder above one of them, is dropped: those come from the task;
@@ -89,6 +94,35 @@ def _header_path(header: str) -> str:
     return old[2:]
 
 
+FILE_MODES = r"(?:100644|100755|120000|160000)"  # file, executable, link, nested repository
+_HEADER_LINES = [
+    re.compile(rf"(?:new|deleted) file mode {FILE_MODES}"),
+    re.compile(r"(?:old|new) mode 100(?:644|755)"),  # the executable bit only
+    re.compile(rf"index [0-9a-f]{{1,64}}\.\.[0-9a-f]{{1,64}}(?: {FILE_MODES})?"),
+]
+_BODY_START = ("--- ", "+++ ", "@@", "GIT binary patch", "Binary files ", "+", "-", " ", "\\")
+
+
+def _check_header(section: str, path: str) -> None:
+    """Refuses a section whose header `git diff --binary --no-renames` could not have written."""
+    lines = section.split("\n")[1:]
+    for index, line in enumerate(lines):
+        if line.startswith(_BODY_START) or (not line and index == len(lines) - 1):
+            break
+        if not any(pattern.fullmatch(line) for pattern in _HEADER_LINES):
+            raise PatchFormatError(
+                f"{path}: a header line the harness's diff never writes: {line[:80]!r}"
+            )
+    for line in lines:
+        if line.startswith(("--- ", "+++ ")):
+            name = line[4:].removesuffix("\t")  # git ends a name holding a space with a tab
+            side = "a/" if line.startswith("-") else "b/"
+            if name != "/dev/null" and unquote(name) != side + path:
+                raise PatchFormatError(f"{path}: {line[:80]!r} names another file")
+        elif line.startswith("@@") or line.startswith("GIT binary patch"):
+            break
+
+
 def split_patch(patch: str) -> list[FileChange]:
     if not patch.strip():
         return []
@@ -106,7 +140,9 @@ def split_patch(patch: str) -> list[FileChange]:
                 deleted = True
             elif line.startswith("index ") and mode is None and len(line.split()) == 3:
                 mode = line.split()[2]
-        changes.append(FileChange(_header_path(header), section, mode, deleted))
+        path = _header_path(header)
+        _check_header(section, path)
+        changes.append(FileChange(path, section, mode, deleted))
     return changes
 
 

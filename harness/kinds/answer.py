@@ -9,11 +9,17 @@ a pure function. Each fact is one pseudo-test `answer:KEY` in the report.
 What guessing cannot do: a location must be a narrow range (`max_span` lines) that
 meets the defect's lines, so naming every line fails; a set of names must be exactly
 the set, so listing every name fails; a value is one value.
+
+An answer of any size or shape is judged and never crashes the judge: text that is not
+JSON (a 5,000-digit integer, nesting too deep) is no answer; a value of the wrong type,
+out of range (an integer no float holds), NaN or infinite fails its fact; and whatever a
+fact's check still raises fails that fact alone, with the exception summarised.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import time
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from harness.blame import harness_step, summary
 from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
 from harness.kinds.testrun import GradeReport
 from harness.patch import PatchFormatError, split_patch
@@ -173,14 +180,32 @@ def _path(value: Any) -> str:
     return str(value).strip().removeprefix("./").replace("\\", "/")
 
 
+MAX_LINE = 10**9  # no file has more lines: anything above is not a line number
+
+
 def _int(value: Any) -> int | None:
+    """A line number given as an int or a string of ASCII digits; None for anything else."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,10}", value.strip()):
+        value = int(value.strip())
+    if isinstance(value, int) and 0 <= value <= MAX_LINE:
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
     return None
+
+
+def _number(value: Any) -> float | None:
+    """A finite number given as a JSON number or a numeric string; None for anything else
+    (booleans, NaN, infinities, integers too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    if isinstance(value, str) and len(value) > 100:
+        return None
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 def location_problem(fact: LocationFact, lines: tuple[int, int], given: Any) -> str | None:
@@ -208,12 +233,9 @@ def fact_problem(fact: Any, given: Any, lines: tuple[int, int] | None) -> str | 
             return "expected one value"
         return None if normal(given) in {normal(a) for a in fact.accept} else "wrong"
     if isinstance(fact, NumberFact):
-        try:
-            number = float(given) if not isinstance(given, bool) else None
-        except (TypeError, ValueError):
-            number = None
+        number = _number(given)
         if number is None:
-            return "expected a number"
+            return "expected a finite number"
         return None if abs(number - fact.value) <= fact.tolerance else "wrong"
     if isinstance(fact, NamesFact):
         if not isinstance(given, list) or not all(isinstance(x, str) for x in given):
@@ -225,27 +247,41 @@ def fact_problem(fact: Any, given: Any, lines: tuple[int, int] | None) -> str | 
     return location_problem(fact, lines, given)
 
 
+def checked_problem(fact: Any, given: Any, lines: tuple[int, int] | None) -> str | None:
+    """`fact_problem`, where an answer that makes the check raise fails this fact."""
+    try:
+        return fact_problem(fact, given, lines)
+    except Exception as error:  # any shape of answer is judged: it fails, the rest go on
+        return f"the answer could not be judged ({summary(error, 120)})"
+
+
+def loaded_answer(text: str) -> tuple[dict[str, Any], str | None]:
+    """The answer file's object, or why it is not one (never raises)."""
+    try:
+        loaded = json.loads(text)
+    except Exception as error:  # not JSON, digits over Python's limit, nesting too deep
+        return {}, f"not readable JSON ({summary(error, 120)})"
+    if not isinstance(loaded, dict):
+        return {}, "not a JSON object"
+    return loaded, None
+
+
 def judge_answers(
     check: AnswerVerification, text: str | None, lines: dict[str, tuple[int, int]]
 ) -> Verdict:
-    """The verdict on an answer file's text (None: absent or unreadable): pure."""
+    """The verdict on an answer file's text (None: absent or unreadable): pure, and total
+    (any text is judged)."""
     data: dict[str, Any] = {}
     error = None
     if text is None:
         error = f"no readable {check.answer_file}"
     else:
-        try:
-            loaded = json.loads(text)
-        except (json.JSONDecodeError, RecursionError):
-            loaded = None
-        if isinstance(loaded, dict):
-            data = loaded
-        else:
-            error = f"{check.answer_file} is not a JSON object"
+        data, unreadable = loaded_answer(text)
+        error = None if unreadable is None else f"{check.answer_file} is {unreadable}"
     tests: dict[str, TestOutcome] = {}
     reasons: list[str] = []
     for fact in check.facts:
-        problem = fact_problem(fact, data.get(fact.key), lines.get(fact.key))
+        problem = checked_problem(fact, data.get(fact.key), lines.get(fact.key))
         tests[f"answer:{fact.key}"] = TestOutcome.FAILED if problem else TestOutcome.PASSED
         if problem:
             reasons.append(f"{fact.key}: {problem}")
@@ -297,7 +333,9 @@ def grade_answer(check: AnswerVerification, patch: str, workspace: Path) -> Grad
         problem = None
     except AnswerFileError as error:
         text, problem = None, str(error)
-    verdict = judge_answers(check, text, truths(check, workspace))
+    with harness_step("the task's location facts"):
+        lines = truths(check, workspace)
+    verdict = judge_answers(check, text, lines)
     return GradeReport(
         verdict.resolved, verdict.failure, verdict.tests, problem or verdict.error,
         time.monotonic() - started, scores={ANSWER_SCORE: verdict.score},

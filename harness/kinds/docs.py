@@ -1,39 +1,53 @@
-"""The `docs` kind: pytest (the module's doctests among the tests) plus a structural
-check that each named function's docstring has an example that calls it.
+"""The `docs` kind: pytest (the module's doctests among the tests) plus a check, observed
+at run time, that each named function's docstring examples call it.
 
 The doctests themselves run in the grading pytest run (the task lists the doctest
-items as FAIL_TO_PASS); a doctest that passes without calling its function (`>>> 1 + 1`)
-would satisfy that, so `judge_docs` also reads the module as the change left it (read
-inside the sandbox) and requires, per named function, an example whose code calls
-it by name (`f(...)`, `obj.f(...)`, or for `Class.method` a call of `method`). Pure.
+items as FAIL_TO_PASS); a doctest that passes without calling its function (`>>> 1 + 1`,
+or `>>> if False: f()`, which holds a call that never runs) would satisfy that. So a
+second run in a fresh sandbox over the same change (`harness/kinds/docs_probe.py`)
+imports the module and runs each name's examples, as the source has them, under a
+profiler that counts calls of that function's code: only an example that calls it
+counts. The host never parses the agent's module; `judge_docs` turns the probe's report
+into one `docs:NAME` outcome per name: a pure function.
+
+Not defended: code in the module that forges the probe's report from inside its process
+(the same limit as any in-process test run; the report must echo a nonce the probe read
+before the module was imported, which stops a fixed forged report, not a module that
+reads the probe's memory).
 """
 
 from __future__ import annotations
 
-import ast
 import random
 import re
+import secrets
+import sys
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field, ValidationError
 
+from harness.blame import harness_step
 from harness.kinds.base import KindExample
 from harness.kinds.pytest_kind import EXAMPLE_BROKEN, PytestKind, Verification
-from harness.kinds.testrun import GradeReport, grade_tests
-from harness.pyast import parse_module
+from harness.kinds.testrun import GradeReport, grade_tests, protected_files
+from harness.patch import grading_change
 from harness.results import Failure, TestOutcome
+from harness.sandbox.process import REPORT_PLACEHOLDER
 
 if TYPE_CHECKING:
     from harness.sandbox.protocol import SandboxBackend
     from harness.spec import PreparedTask
 
+PROBE = Path(__file__).with_name("docs_probe.py")
+MAX_PROBE_REPORT = 1_000_000
+PROBED_AFTER = (None, Failure.TESTS_FAILED)  # a run that ended otherwise is the verdict
+
 
 class DocsVerification(Verification):
-    """pytest (the module's doctests among the tests) plus a structural check: each named
-    function's docstring has an example that calls it."""
+    """pytest (the module's doctests among the tests) plus a check at run time: running
+    each named function's docstring examples calls it."""
 
     kind: Literal["docs"] = "docs"  # type: ignore[assignment]
     documented_file: str = Field(min_length=1, description="The module whose API is documented.")
@@ -42,75 +56,75 @@ class DocsVerification(Verification):
     )
 
 
-def _definition(module: ast.Module, dotted: str) -> ast.AST | None:
-    body: list[ast.stmt] = module.body
-    node: ast.AST | None = None
-    for part in dotted.split("."):
-        node = next(
-            (
-                n
-                for n in body
-                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and n.name == part
-            ),
-            None,
-        )
-        if node is None:
-            return None
-        body = getattr(node, "body", [])
-    return node
+class Example(BaseModel):
+    """What the probe found for one name: calls its examples made, or why it has none."""
+
+    calls: int = Field(ge=0)
+    problem: str | None = None
 
 
-def _calls(source: str, name: str) -> bool:
+class ProbeReport(BaseModel):
+    nonce: str
+    names: dict[str, Example]
+
+
+def read_probe(report: bytes | None, nonce: str) -> ProbeReport | None:
+    """The probe's report, or None when there is no well-formed one echoing `nonce`."""
+    if not report or len(report) > MAX_PROBE_REPORT:
+        return None
     try:
-        tree = parse_module(source)
-    except SyntaxError:
-        return False
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if isinstance(func, ast.Name) and func.id == name:
-                return True
-            if isinstance(func, ast.Attribute) and func.attr == name:
-                return True
-    return False
+        parsed = ProbeReport.model_validate_json(report)
+    except (ValidationError, ValueError):
+        return None
+    return parsed if parsed.nonce == nonce else None
 
 
-def example_problem(module_text: str, dotted: str) -> str | None:
-    """Why `dotted` lacks an example calling it; None when it has one."""
-    import doctest  # ~0.1 s (it imports pdb): only grading a docs task pays it
-
-    try:
-        module = parse_module(module_text)
-    except SyntaxError:
-        return "the module does not parse"
-    node = _definition(module, dotted)
-    if node is None:
-        return "not defined any more"
-    docstring = ast.get_docstring(node, clean=False)  # type: ignore[arg-type]
-    if not docstring:
-        return "no docstring"
-    try:
-        examples = doctest.DocTestParser().get_examples(docstring)
-    except ValueError as error:
-        return f"its docstring's examples do not parse: {error}"
-    if not examples:
-        return "no example in its docstring"
-    name = dotted.rsplit(".", 1)[-1]
-    if not any(_calls(example.source, name) for example in examples):
-        return f"no example calls {name}"
+def example_problem(probe: ProbeReport | None, dotted: str) -> str | None:
+    """Why `dotted` lacks an example that calls it; None when it has one."""
+    found = None if probe is None else probe.names.get(dotted)
+    if found is None:
+        return "its examples could not be run (no report from the example check)"
+    if found.problem is not None:
+        return found.problem[:200]
+    if found.calls == 0:
+        return "running its examples never calls it"
     return None
 
 
+def run_probe(
+    task: PreparedTask,
+    check: DocsVerification,
+    patch: str,
+    backend: SandboxBackend,
+    scratch: Path,
+) -> ProbeReport | None:
+    """The change applied in a fresh sandbox, the probe run read-only over it."""
+    with harness_step("the docs example check"):
+        source = PROBE.read_text(encoding="utf-8")
+    change = grading_change(patch, check.protected_paths, protected_files(task.workspace, check))
+    nonce = secrets.token_hex(16)
+    sandbox = backend.open(task.workspace, scratch / "sandbox", track_changes=False)
+    try:
+        sandbox.apply_patch(change.patch)
+        argv = [sys.executable, "-P", "-c", source, REPORT_PLACEHOLDER, sandbox.root,
+                check.documented_file, *check.documented]  # fmt: skip
+        done = sandbox.execute(
+            argv, timeout=task.limits.test_timeout_s, stdin=f"{nonce}\n".encode(),
+            read_only=True, report=True, env={"PYTHONDONTWRITEBYTECODE": "1"},
+        )  # fmt: skip
+    finally:
+        sandbox.close()
+    return None if done.timed_out else read_probe(done.report, nonce)
+
+
 def judge_docs(
-    check: DocsVerification, report: GradeReport, module_text: str | None
+    check: DocsVerification, report: GradeReport, probe: ProbeReport | None
 ) -> GradeReport:
-    """The pytest verdict plus one `docs:NAME` outcome per documented function."""
+    """The pytest verdict plus one `docs:NAME` outcome per documented function: pure."""
     tests = dict(report.tests)
     problems = []
     for dotted in check.documented:
-        problem = "the module could not be read" if module_text is None else None
-        problem = problem or example_problem(module_text or "", dotted)
+        problem = example_problem(probe, dotted)
         tests[f"docs:{dotted}"] = TestOutcome.FAILED if problem else TestOutcome.PASSED
         if problem:
             problems.append(f"{dotted}: {problem}")
@@ -135,8 +149,13 @@ class DocsKind(PytestKind):
         rng: random.Random,
     ) -> GradeReport | None:
         assert isinstance(check, DocsVerification)  # the registry hands each kind its own model
-        refine = partial(judge_docs, check)
-        return grade_tests(task, check, patch, backend, scratch, rng, check.documented_file, refine)
+        report = grade_tests(task, check, patch, backend, scratch / "tests", rng)
+        if report.failure not in PROBED_AFTER:
+            return report
+        probe = run_probe(task, check, patch, backend, scratch / "examples")
+        judged = judge_docs(check, report, probe)
+        judged.duration_s = report.duration_s
+        return judged
 
     def failing_by_design(self, check: Verification) -> set[str]:
         assert isinstance(check, DocsVerification)

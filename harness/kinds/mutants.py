@@ -3,36 +3,43 @@
 1. Only the agent's test files cross (`agent_change`: the task's `test_files` globs,
    never a conftest, never a link out of the workspace); the rest of the change is
    dropped and listed. The code under test is always the task's own.
-2. Each variant of the code runs the agent's tests in a fresh sandbox, the variant's
-   files laid over the prepared workspace as trusted content, the change applied
-   inside, pytest run read-only with its JUnit report through the pipe (the grading
-   run of `harness/kinds/testrun.py`):
+2. Each variant of the code runs the agent's tests in a fresh sandbox, the change
+   applied inside, pytest run read-only with its JUnit report through the pipe (the
+   grading run of `harness/kinds/testrun.py`):
    - `original`: the workspace's code; every test must pass, at least `min_tests`;
-   - `equivalent`: the mutated files rewritten without changing behaviour (the AST
-     printed back, each function given an unused local), so tests that fingerprint
-     the source text or its bytecode instead of its behaviour fail here;
-   - one per mutant: killed when any test fails or errors, the run times out, or
-     it writes no report.
-3. `judge_mutants` turns the runs into a verdict: a pure function. Resolved when
+   - `equivalent`: the same code compiled with a behaviour-preserving change (an unused
+     local, a random name and value, at a random place in each function), so tests
+     that fingerprint the bytecode or the compiled file instead of the behaviour fail;
+   - one per mutant: killed when any test fails or errors, the run times out, or it
+     writes no report.
+3. Every variant is presented identically: the `.py` files on disk are the original
+   text in every run, and the variant's code runs from a compiled file laid beside
+   them (`__pycache__`, an unchecked hash-based pyc, which Python loads without
+   comparing it to the source). Reading, hashing or parsing the source tells a test
+   nothing about which variant runs, so a test can only kill a mutant through what
+   the code does, or through its compiled code, which the equivalent control catches.
+4. `judge_mutants` turns the runs into a verdict: a pure function. Resolved when
    both controls pass and at least `min_kill_share` of the mutants are killed.
 
-Not covered: tests that fingerprint the code modulo this rewrite (reading the
-source, normalising the rewrite away, comparing the rest); the unused local's name
-is random per grading, which raises the cost but cannot close the class. Static
-checks would be the next step, as flags are for package code.
+Not covered: a test that reads the compiled code and normalises the equivalent change
+away (strips unused stores) before comparing it with the original's; the change's
+random name, value and place raise the cost but cannot close the class.
 """
 
 from __future__ import annotations
 
 import ast
+import marshal
 import random
 import shutil
 import time
+from importlib.util import MAGIC_NUMBER, cache_from_source, source_hash
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
+from harness.blame import harness_step
 from harness.junit import ReportError, parse_junit_report
 from harness.kinds.base import DEFAULT_PROTECTED_PATHS, FileKindDefaults, Files, Frozen, KindExample
 from harness.kinds.testrun import (
@@ -58,6 +65,7 @@ if TYPE_CHECKING:
     from harness.spec import PreparedTask
 
 ORIGINAL, EQUIVALENT = "original", "equivalent"
+REWRITTEN = "equivalent (compiled differently, same behaviour)"
 MUTATION_SCORE = "mutation_score"
 NEVER_CROSSES = ["**/conftest.py"]
 
@@ -133,10 +141,12 @@ def apply_mutant(text: str, old: str, new: str) -> str:
 
 
 class _AddUnusedLocal(ast.NodeTransformer):
-    """Each function's body starts (after its docstring) with an unused assignment."""
+    """Each function's body gets an unused assignment at a random place (after its
+    docstring), on the line of the statement it precedes: line numbers stay the same."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, rng: random.Random) -> None:
         self.name = name
+        self.rng = rng
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
         self.generic_visit(node)
@@ -146,8 +156,17 @@ class _AddUnusedLocal(ast.NodeTransformer):
             and isinstance(first.value, ast.Constant)
             and isinstance(first.value.value, str)
         )
-        assign = ast.Assign(targets=[ast.Name(self.name, ast.Store())], value=ast.Constant(0))
-        node.body.insert(1 if has_doc else 0, assign)
+        start = 1 if has_doc else 0
+        place = self.rng.randint(start, max(start, len(node.body) - 1))
+        anchor = node.body[min(place, len(node.body) - 1)]
+        line, column = anchor.lineno, anchor.col_offset  # no line number moves
+        value = ast.Constant(self.rng.randint(0, 2**31), lineno=line, col_offset=column,
+                             end_lineno=line, end_col_offset=column)  # fmt: skip
+        target = ast.Name(self.name, ast.Store(), lineno=line, col_offset=column,
+                          end_lineno=line, end_col_offset=column)  # fmt: skip
+        assign = ast.Assign(targets=[target], value=value, lineno=line, col_offset=column,
+                            end_lineno=line, end_col_offset=column)  # fmt: skip
+        node.body.insert(place, assign)
         return node
 
     visit_FunctionDef = _visit_function
@@ -158,25 +177,37 @@ def unused_name(rng: random.Random) -> str:
     return "_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10))
 
 
-def equivalent_source(text: str, local: str = "_unused") -> str:
-    """The same module, behaving the same, with different text and bytecode."""
-    tree = _AddUnusedLocal(local).visit(parse_module(text))
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+def equivalent_tree(text: str, rng: random.Random) -> ast.Module:
+    """The same module, behaving the same, compiling to other bytecode (same line numbers)."""
+    return _AddUnusedLocal(unused_name(rng), rng).visit(parse_module(text))
+
+
+def compiled(path: str, code: str | ast.Module, source: str) -> tuple[str, bytes]:
+    """(where Python looks for `path`'s compiled file, that file holding `code`): an
+    unchecked hash-based pyc, loaded without comparing it to `source` on disk."""
+    compiled_code = compile(code, path, "exec", dont_inherit=True)
+    header = MAGIC_NUMBER + (0b01).to_bytes(4, "little") + source_hash(source.encode("utf-8"))
+    return cache_from_source(path), header + marshal.dumps(compiled_code)
 
 
 def variants(
     check: MutantsVerification, workspace: Path, rng: random.Random
-) -> dict[str, dict[str, str]]:
-    """Files laid over the workspace per variant (read from the trusted prepared workspace)."""
-    local = unused_name(rng)
+) -> dict[str, dict[str, bytes]]:
+    """Files laid over the workspace per variant: each mutated file's compiled code (the
+    `.py` files stay the original text). Made from the trusted prepared workspace."""
     files = sorted({mutant.file for mutant in check.mutants})
     texts = {path: (workspace / path).read_text(encoding="utf-8") for path in files}
-    found: dict[str, dict[str, str]] = {
-        ORIGINAL: {},
-        EQUIVALENT: {path: equivalent_source(text, local) for path, text in texts.items()},
+
+    def laid(code: dict[str, str | ast.Module]) -> dict[str, bytes]:
+        return dict(compiled(path, code.get(path, texts[path]), texts[path]) for path in files)
+
+    found = {
+        ORIGINAL: laid({}),
+        EQUIVALENT: laid({path: equivalent_tree(text, rng) for path, text in texts.items()}),
     }
     for mutant in check.mutants:
-        found[mutant.id] = {mutant.file: apply_mutant(texts[mutant.file], mutant.old, mutant.new)}
+        mutated = apply_mutant(texts[mutant.file], mutant.old, mutant.new)
+        found[mutant.id] = laid({mutant.file: mutated})
     return found
 
 
@@ -184,16 +215,16 @@ def run_variant(
     task: PreparedTask,
     backend: SandboxBackend,
     scratch: Path,
-    files: dict[str, str],
+    files: dict[str, bytes],
     patch: str,
     test_paths: list[str],
 ) -> Completed:
     shutil.rmtree(scratch, ignore_errors=True)
     overlay = scratch / "overlay"
     overlay.mkdir(parents=True)
-    for path, text in files.items():
+    for path, data in files.items():
         (overlay / path).parent.mkdir(parents=True, exist_ok=True)
-        (overlay / path).write_text(text, encoding="utf-8")
+        (overlay / path).write_bytes(data)
     config = pytest_config(task.workspace)
     if config is None:
         (overlay / EMPTY_CONFIG).write_text("[pytest]\n")
@@ -260,8 +291,7 @@ def judge_mutants(
     share = 1 - len(survivors) / len(check.mutants)
     reasons = [f"mutant {name} survived" for name in survivors]
     problem = _control_problem("original", runs[ORIGINAL], check.min_tests)
-    rewritten = "equivalent (rewritten, same behaviour)"
-    problem = problem or _control_problem(rewritten, runs[EQUIVALENT], 1)
+    problem = problem or _control_problem(REWRITTEN, runs[EQUIVALENT], 1)
     if problem is not None:
         score = Score(value=0.0, reasons=[problem, *reasons])
         return False, Failure.TESTS_FAILED, tests, score, problem
@@ -289,9 +319,11 @@ def grade_mutants(
     if not test_paths:
         error = "the change adds no test file matching " + ", ".join(check.test_files)
         return {"failure": Failure.TESTS_FAILED, "error": error, "dropped": dropped}
+    with harness_step("the task's mutants"):
+        laid = variants(check, task.workspace, rng)
     runs: dict[str, Completed] = {}
     try:
-        for name, files in variants(check, task.workspace, rng).items():
+        for name, files in laid.items():
             runs[name] = run_variant(task, backend, scratch / name, files, change, test_paths)
             minimum = check.min_tests if name == ORIGINAL else 1
             if name in (ORIGINAL, EQUIVALENT) and _control_problem(name, runs[name], minimum):
@@ -303,8 +335,7 @@ def grade_mutants(
     if len(runs) < len(check.mutants) + 2:
         problem = _control_problem(ORIGINAL, runs[ORIGINAL], check.min_tests)
         if problem is None:
-            rewritten = "equivalent (rewritten, same behaviour)"
-            problem = _control_problem(rewritten, runs[EQUIVALENT], 1)
+            problem = _control_problem(REWRITTEN, runs[EQUIVALENT], 1)
         tests = dict(_outcomes(runs[ORIGINAL]) or {})
         return {
             "failure": Failure.TESTS_FAILED, "error": problem, "dropped": dropped,

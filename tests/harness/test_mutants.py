@@ -20,8 +20,10 @@ from harness.kinds.mutants import (
     EQUIVALENT,
     ORIGINAL,
     agent_change,
-    equivalent_source,
+    compiled,
+    equivalent_tree,
     judge_mutants,
+    variants,
 )
 from harness.results import TestOutcome
 from harness.sandbox import choose_backend, open_backend
@@ -69,18 +71,42 @@ def test_only_the_agents_test_files_cross() -> None:
     assert dropped == ["tests/conftest.py", "textkit/slug.py", "tests/test_link.py"]
 
 
-def test_the_equivalent_rewrite_behaves_the_same_with_other_text_and_bytecode() -> None:
+def test_the_equivalent_rewrite_behaves_the_same_with_other_bytecode_and_the_same_lines() -> None:
     source = (TEXTKIT / "textkit" / "slug.py").read_text()
-    rewritten = equivalent_source(source)
     before: dict = {}
     after: dict = {}
     exec(compile(source, "slug", "exec"), before)
-    exec(compile(rewritten, "slug", "exec"), after)
+    exec(compile(equivalent_tree(source, random.Random(0)), "slug", "exec"), after)
     text = "Crème Brûlée, don't stop!"
     assert before["slugify"](text, max_length=12) == after["slugify"](text, max_length=12)
-    assert rewritten != source
-    assert before["slugify"].__code__.co_code != after["slugify"].__code__.co_code
+    old, new = before["slugify"].__code__, after["slugify"].__code__
+    assert old.co_code != new.co_code and old.co_firstlineno == new.co_firstlineno
     assert before["slugify"].__doc__ == after["slugify"].__doc__
+
+
+def test_every_variant_shows_the_original_source_and_runs_its_own_compiled_code(
+    tmp_path: Path,
+) -> None:
+    check = MutantsVerification.model_validate(
+        {"kind": "mutants", "mutants": [{"id": "m", "file": "pkg/m.py", "old": "1", "new": "2"}]}
+    )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text("def f():\n    return 1\n")
+    laid = variants(check, tmp_path, random.Random(0))
+    assert set(laid) == {ORIGINAL, EQUIVALENT, "m"}
+    assert all(list(files) == ["pkg/__pycache__/m.cpython-311.pyc"] for files in laid.values())
+    assert len({files["pkg/__pycache__/m.cpython-311.pyc"] for files in laid.values()}) == 3
+    path, data = compiled("pkg/m.py", "def f():\n    return 2\n", "def f():\n    return 1\n")
+    (tmp_path / path).parent.mkdir()
+    (tmp_path / path).write_bytes(data)
+    probe = "import inspect, pkg.m; print(pkg.m.f(), 'return 1' in inspect.getsource(pkg.m))"
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout.split() == ["2", "True"], done.stderr
 
 
 def test_the_verdict() -> None:
@@ -173,6 +199,37 @@ BYTECODE_FINGERPRINT = agent_tests(
 )
 
 
+NORMALISED_SOURCE = agent_tests(  # the old hole: the source, parsed, compared modulo a rewrite
+    textwrap.dedent(
+        """
+    import ast, inspect, textkit.slug
+
+    def test_fingerprint():
+        tree = ast.parse(inspect.getsource(textkit.slug))
+        assert "n = 2" in ast.unparse(tree) and '"ss"' in ast.unparse(tree)
+
+    """
+    )
+    + PAD
+)
+COMPILED_FILE = agent_tests(  # what the module was loaded from, compared with its own source
+    textwrap.dedent(
+        """
+    import marshal, textkit.slug
+
+    def test_fingerprint():
+        with open(textkit.slug.__cached__, "rb") as file:
+            loaded = marshal.loads(file.read()[16:])
+        with open(textkit.slug.__file__) as file:
+            fresh = compile(file.read(), textkit.slug.__file__, "exec")
+        assert loaded.co_consts == fresh.co_consts
+
+    """
+    )
+    + PAD
+)
+
+
 @pytest.fixture(scope="module")
 def built_tests_task(tmp_path_factory: pytest.TempPathFactory):
     folder = tmp_path_factory.mktemp("task")
@@ -207,6 +264,10 @@ def test_red_team_testing_task(built_tests_task, tmp_path: Path) -> None:
     source = (built.workspace / "textkit" / "slug.py").read_bytes()
     by_text = SOURCE_FINGERPRINT.format(expected=hashlib.sha256(source).hexdigest())
     report = graded(built, {"tests/test_slugify.py": by_text}, tmp_path / "text")
+    assert not report.resolved and report.scores["mutation_score"].value == 0.0  # same text
+    report = graded(built, {"tests/test_slugify.py": NORMALISED_SOURCE}, tmp_path / "ast")
+    assert not report.resolved and report.scores["mutation_score"].value == 0.0
+    report = graded(built, {"tests/test_slugify.py": COMPILED_FILE}, tmp_path / "pyc")
     assert not report.resolved and "equivalent" in (report.error or "")
 
     namespace: dict = {}

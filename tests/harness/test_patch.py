@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from harness.patch import (
@@ -13,15 +16,19 @@ from harness.patch import (
     split_patch,
     unquote,
 )
+from harness.sandbox.baseline import DIFF_OPTIONS
 from harness.spec import DEFAULT_PROTECTED_PATHS
 
 PATTERNS = list(DEFAULT_PROTECTED_PATHS)
 
 
 def modified(path: str, header_path: str | None = None) -> str:
+    """A modified file's section; `header_path`: both names as git quotes them."""
     name = header_path or f"a/{path} b/{path}"
+    old, new = name.split(" ") if header_path else (f"a/{path}", f"b/{path}")
+    tab = "\t" if " " in path and not header_path else ""  # git ends such a name with a tab
     return (
-        f"diff --git {name}\nindex 1111111..2222222 100644\n--- a/{path}\n+++ b/{path}\n"
+        f"diff --git {name}\nindex 1111111..2222222 100644\n--- {old}{tab}\n+++ {new}{tab}\n"
         "@@ -1 +1 @@\n-old\n+new\n"
     )
 
@@ -121,3 +128,88 @@ def test_grading_keeps_code_and_drops_tests_config_and_escaping_links() -> None:
 
 def test_an_empty_change_stays_empty() -> None:
     assert grading_change("", PATTERNS, set()).patch == ""
+
+
+def test_what_the_harness_diff_writes_is_taken(tmp_path: Path) -> None:
+    """A real `git diff --binary --no-renames`: a mode change with a binary patch, a link
+    turned into a file (a delete and an add), a name with a space (ended by a tab)."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "x y.txt").write_text("a\n")
+    (tmp_path / "bin").write_bytes(b"\x00\x01")
+    (tmp_path / "lnk").symlink_to("x y.txt")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "i"], check=True)
+    (tmp_path / "x y.txt").write_text("a\nb\n")
+    (tmp_path / "bin").write_bytes(b"\x00\x02")
+    (tmp_path / "bin").chmod(0o755)
+    (tmp_path / "lnk").unlink()
+    (tmp_path / "lnk").write_text("f\n")
+    subprocess.run([*git, "add", "-A"], check=True)
+    patch = subprocess.run(
+        [*git, "diff", "--cached", *DIFF_OPTIONS, "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    changes = split_patch(patch)
+    assert [(c.path, c.new_mode, c.deleted) for c in changes] == [
+        ("bin", "100755", False), ("lnk", None, True), ("lnk", "100644", False),
+        ("x y.txt", "100644", False),
+    ]  # fmt: skip
+
+
+SECTION = "diff --git a/notes.txt b/notes.txt\n"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "similarity index 100%\ncopy from notes.txt\ncopy to tests/conftest.py\n",
+        "similarity index 90%\nrename from notes.txt\nrename to tests/conftest.py\n",
+        "dissimilarity index 10%\nindex 1111111..2222222 100644\n",
+        "old mode 100644\nnew mode 120000\n",
+        "old mode 100644\nnew mode 100664\n",
+        "new file mode 100666\n",
+        "index 1111111..2222222 100644\n--- a/notes.txt\n+++ b/tests/conftest.py\n@@ -1 +1 @@\n",
+        "index 1111111..2222222 100644\n--- a/tests/conftest.py\n+++ b/notes.txt\n@@ -1 +1 @@\n",
+        "new file mode 100644\nsomething git never writes\n",
+    ],
+    ids=[
+        "copy",
+        "rename",
+        "dissimilarity",
+        "to-a-link",
+        "mode-664",
+        "file-666",
+        "plus-other",
+        "minus-other",
+        "unknown",
+    ],
+)
+def test_a_header_the_harness_diff_never_writes_is_refused(header: str) -> None:
+    with pytest.raises(PatchFormatError, match=r"never writes|names another file"):
+        split_patch(SECTION + header + "-a\n+b\n")
+
+
+def test_grading_refuses_such_a_change_as_patch_rejected(tmp_path: Path) -> None:
+    """Before any sandbox opens: grading's backend here cannot open one."""
+    from cursorbench.loader import bundled_suite, load_task
+    from cursorbench.workspace import build
+    from harness.grading import grade
+    from harness.results import Failure
+
+    task = load_task(bundled_suite() / "tasks" / "textkit-slugify.yaml")
+    prepared = build(task, tmp_path / "cache", scan=False).prepared()
+
+    class NoSandboxes:
+        name, confined = "none", True
+
+        def open(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("a refused change opens no sandbox")
+
+    copy = SECTION.replace("notes.txt", "README.md") + (
+        "similarity index 100%\ncopy from README.md\ncopy to tests/conftest.py\n"
+    )
+    report = grade(prepared, copy, NoSandboxes(), tmp_path / "grade")  # type: ignore[arg-type]
+    assert report.failure is Failure.PATCH_REJECTED and "never writes" in (report.error or "")

@@ -62,7 +62,14 @@ class Inventory:
         quantity: int = 1,
         reason: str = "received",
     ) -> Item:
-        """Receive ``quantity`` units; a new SKU creates the item, a known one updates its price."""
+        """Receive ``quantity`` units; a new SKU creates the item, a known one updates its price.
+
+        >>> stock = Inventory()
+        >>> stock.add("A1", "apple", "0.5", 10)
+        Item(sku='A1', name='apple', unit_price=Decimal('0.50'), quantity=10)
+        >>> stock.add("A1", "apple", 1).quantity
+        11
+        """
         sku = sku.strip()
         if not sku:
             raise InventoryError("sku must not be empty")
@@ -82,7 +89,17 @@ class Inventory:
         return item
 
     def remove(self, sku: str, quantity: int = 1, reason: str = "removed") -> Item:
-        """Take ``quantity`` units out of stock; the item stays known at zero."""
+        """Take ``quantity`` units out of stock; the item stays known at zero.
+
+        >>> stock = Inventory()
+        >>> _ = stock.add("A1", "apple", 1, 3)
+        >>> stock.remove("A1", 3).quantity
+        0
+        >>> stock.remove("A1")
+        Traceback (most recent call last):
+        ...
+        ledger.inventory.OutOfStock: only 0 of 'A1' in stock, 1 requested
+        """
         _check_quantity(quantity)
         item = self.get(sku)
         if quantity > item.quantity:
@@ -112,14 +129,35 @@ class Inventory:
         return sum(item.quantity for item in self._items.values())
 
     def total_value(self) -> Decimal:
+        """The stock's worth: each item's price times its units, summed.
+
+        >>> stock = Inventory()
+        >>> _ = stock.add("A1", "apple", "0.25", 3), stock.add("B2", "pear", 2, 1)
+        >>> stock.total_value()
+        Decimal('2.75')
+        """
         return sum((item.value for item in self._items.values()), Decimal("0.00"))
 
     def low_stock(self, threshold: int = 5) -> list[Item]:
-        """Items with at most ``threshold`` units, sorted by SKU."""
+        """Items with at most ``threshold`` units, sorted by SKU.
+
+        >>> stock = Inventory()
+        >>> _ = stock.add("B2", "pear", 1, 2), stock.add("A1", "apple", 1, 9)
+        >>> [item.sku for item in stock.low_stock()]
+        ['B2']
+        >>> [item.sku for item in stock.low_stock(threshold=9)]
+        ['A1', 'B2']
+        """
         return [item for item in self if item.quantity <= threshold]
 
     def search(self, text: str) -> list[Item]:
-        """Items whose name contains ``text``, ignoring case, sorted by SKU."""
+        """Items whose name contains ``text``, ignoring case, sorted by SKU.
+
+        >>> stock = Inventory()
+        >>> _ = stock.add("A1", "Green Apple", 1), stock.add("A2", "apple pie", 3)
+        >>> [item.name for item in stock.search("APPLE")]
+        ['Green Apple', 'apple pie']
+        """
         needle = text.casefold()
         return [item for item in self if needle in item.name.casefold()]
 
