@@ -19,6 +19,12 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from training.hf_llama import (
+    HFCheckpointError,
+    is_hf_checkpoint,
+    load_llama,
+    transformer_from_llama,
+)
 from training.model import ModelConfig, Transformer
 
 COMPLETE_MARKER = "COMPLETE"
@@ -128,7 +134,13 @@ def latest_checkpoint(root: Path) -> Checkpoint | None:
 
 
 def load_model(path: Path, device: str | torch.device = "cpu") -> Transformer:
-    """The model stored in a complete checkpoint folder."""
+    """The model stored in a complete checkpoint folder, or in a Hugging Face-layout Llama
+    folder (`training/hf_llama.py`; converted, refused with a reason when it cannot be)."""
+    if is_hf_checkpoint(path):
+        try:
+            return transformer_from_llama(load_llama(path, dtype=torch.float32)).to(device)
+        except HFCheckpointError as error:
+            raise CheckpointError(str(error)) from None
     checkpoint = read_checkpoint(path)
     try:
         config = ModelConfig.from_dict(json.loads((path / CONFIG_FILE).read_text()))

@@ -48,6 +48,7 @@ from harness.openai_server import (
 from training.chat import AssistantReply, parse_reply, render_prompt
 from training.checkpoint import CheckpointError, load_model, read_checkpoint
 from training.generate import KVCache, SamplingParams, stream_tokens
+from training.hf_llama import is_hf_checkpoint
 from training.model import Transformer
 from training.tokenizer import END, EOS, TOOL_CALL, CodeTokenizer
 
@@ -151,7 +152,8 @@ class ServedModel:
         The RoPE base is the one the checkpoint was trained at: `rope_base` in its
         `state.json` when the trainer stored one there, else the model config's."""
         try:
-            state = read_checkpoint(checkpoint).state
+            # a Hugging Face-layout folder has no trainer state (no COMPLETE marker either)
+            state = {} if is_hf_checkpoint(checkpoint) else read_checkpoint(checkpoint).state
             model = load_model(checkpoint)
         except CheckpointError as error:
             raise ServeError(str(error)) from None
