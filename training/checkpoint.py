@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,22 @@ def complete_checkpoints(root: Path) -> list[Checkpoint]:
         return []
     found = [read_checkpoint(p) for p in root.iterdir() if p.is_dir() and is_complete(p)]
     return sorted(found, key=lambda c: c.step)
+
+
+_STEP_FOLDER = re.compile(r"(?:step|checkpoint)-(\d+)")
+
+
+def servable_checkpoints(root: Path) -> list[Checkpoint]:
+    """The complete checkpoints under `root` and its Hugging Face-layout folders named
+    `step-N` or `checkpoint-N` (they carry no marker: write them whole, then rename them
+    into place, as `hf_llama.save_llama` does), by step."""
+    found = {c.path: c for c in complete_checkpoints(root)}
+    if root.is_dir():
+        for path in root.iterdir():
+            match = _STEP_FOLDER.fullmatch(path.name)
+            if path not in found and match and path.is_dir() and is_hf_checkpoint(path):
+                found[path] = Checkpoint(path=path, step=int(match.group(1)), state={})
+    return sorted(found.values(), key=lambda c: c.step)
 
 
 def latest_checkpoint(root: Path) -> Checkpoint | None:

@@ -33,7 +33,8 @@ import json
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,9 @@ from harness.errors import CursorBenchError
 from harness.runner import RunInterrupted
 from leaderboard import SqlStore, open_store, queries
 from leaderboard.gate import GateError, GateRules, gate
-from training.checkpoint import Checkpoint, complete_checkpoints
+from training.checkpoint import Checkpoint, servable_checkpoints
 from training.serve import ModelServer, ServedModel, ServeError
+from training.serve_command import CommandServer, ServeCommandError
 
 Log = Callable[[str], None]
 
@@ -81,6 +83,17 @@ class GateConfig(BaseModel):
         default=None, ge=16, description="Prompt + reply tokens served [the model's max_seq_len]."
     )
     request_timeout_s: float = Field(default=300.0, gt=0)
+    serve_command: str | None = Field(
+        default=None,
+        description=(
+            "A command serving {path} over the OpenAI API on {port} (also {model}, {host}, "
+            "{max_tokens}), e.g. 'vllm serve {path} --port {port} --served-model-name "
+            "{model}'; unset: the project's own server, in this process."
+        ),
+    )
+    serve_ready_timeout_s: float = Field(
+        default=300.0, gt=0, description="How long the serve command has to get ready."
+    )
 
     def run_spec(self, base_url: str, model: str, out: Path, db_url: str) -> dict[str, Any]:
         """The harness run for one checkpoint, as `cursorbench.api.run` takes it."""
@@ -220,23 +233,16 @@ class CheckpointGate:
     def gate_folder(self, folder: Path, step_offset: int = 0) -> list[Verdict]:
         """Gate every complete checkpoint in `folder` not gated yet, by step (each as training
         step `step_offset + its step`)."""
-        return [self.gate(c, step_offset + c.step) for c in complete_checkpoints(folder)]
+        return [self.gate(c, step_offset + c.step) for c in servable_checkpoints(folder)]
 
     def _evaluate(self, checkpoint: Checkpoint, step: int) -> str:
         """Serve the checkpoint and score it; returns the harness run's id."""
         out = self.runs_dir / f"step-{step:08d}"
         self._discard_unfinished(out)
         name = f"{self.training_run}-step{step}"
-        try:
-            served = ServedModel.load(
-                checkpoint.path, name, self.config.context_length, self.config.max_tokens
-            )
-        except ServeError as error:
-            raise GateConfigError(f"cannot serve step {step}: {error}") from None
-        self.log(f"gate step {step}: serving {checkpoint.path} as {name!r}")
         started = time.monotonic()
-        with ModelServer(served) as server:
-            spec = self.config.run_spec(server.base_url, name, out, self.db_url)
+        with self._serve(checkpoint, step, name) as (base_url, served_name):
+            spec = self.config.run_spec(base_url, served_name, out, self.db_url)
             outcome = api.run(spec, store=self.store)
         summary = outcome.summary
         self.log(
@@ -245,6 +251,37 @@ class CheckpointGate:
             f"in {time.monotonic() - started:.1f}s ({out})"
         )
         return outcome.run.id
+
+    @contextmanager
+    def _serve(self, checkpoint: Checkpoint, step: int, name: str) -> Iterator[tuple[str, str]]:
+        """The checkpoint served for the block: (base URL, model name)."""
+        command = self.config.serve_command
+        if command is not None:
+            log_file = self.runs_dir / f"serve-step-{step:08d}.log"
+            try:
+                server = CommandServer(
+                    command,
+                    checkpoint.path.resolve(),
+                    name,
+                    log_file,
+                    max_tokens=self.config.max_tokens,
+                    ready_timeout_s=self.config.serve_ready_timeout_s,
+                )
+                self.log(f"gate step {step}: serving {checkpoint.path} with {server.argv[0]}")
+                with server:
+                    yield server.base_url, server.model
+            except ServeCommandError as error:
+                raise GateConfigError(f"cannot serve step {step}: {error}") from None
+            return
+        try:
+            served = ServedModel.load(
+                checkpoint.path, name, self.config.context_length, self.config.max_tokens
+            )
+        except ServeError as error:
+            raise GateConfigError(f"cannot serve step {step}: {error}") from None
+        self.log(f"gate step {step}: serving {checkpoint.path} as {name!r}")
+        with ModelServer(served) as in_process:
+            yield in_process.base_url, name
 
     def _discard_unfinished(self, out: Path) -> None:
         """An evaluation cut off part-way cannot resume (new port, new config): start again."""
@@ -332,7 +369,7 @@ def watch(
     verdicts: list[Verdict] = []
     gated: set[int] = set()
     while True:
-        for checkpoint in complete_checkpoints(folder):
+        for checkpoint in servable_checkpoints(folder):
             step = step_offset + checkpoint.step
             if step not in gated:
                 verdicts.append(gate_.gate(checkpoint, step))
@@ -364,6 +401,11 @@ def _parser() -> argparse.ArgumentParser:
     watching.add_argument("--tasks", action="append", help="task ids/globs (repeatable)")
     watching.add_argument("--evals", help="behaviour evals, comma-separated")
     watching.add_argument("--sandbox", help="overrides the config's sandbox backend")
+    watching.add_argument(
+        "--serve-command",
+        help="serve each checkpoint with this command: '... {path} ... {port}' "
+        "(also {model}, {host}, {max_tokens}) [default: the project's own server]",
+    )
     watching.add_argument("--once", action="store_true", help="gate what is there, then exit")
     watching.add_argument("--until-step", type=int, help="exit once this step is gated")
     watching.add_argument("--poll", type=float, default=10.0, help="seconds between looks")
@@ -388,6 +430,8 @@ def _watch_command(args: argparse.Namespace) -> int:
         overrides["evals"] = [name for name in args.evals.split(",") if name]
     if args.sandbox is not None:
         overrides["sandbox"] = args.sandbox
+    if args.serve_command is not None:
+        overrides["serve_command"] = args.serve_command
     if overrides:
         config = load_gate_config(None, config.model_dump() | overrides)
     training_run = args.training_run or folder.resolve().name

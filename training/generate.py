@@ -10,7 +10,7 @@ position of `Transformer.forward` (a test checks it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -164,7 +164,7 @@ def stream_tokens(
     stop_ids: set[int],
     rope_base: float | None = None,
     cache: KVCache | None = None,
-) -> Iterator[int]:
+) -> Generator[int, None, None]:
     """Yield generated token ids one by one, ending after a stop id or `max_tokens` ids.
 
     With a `cache` from an earlier call (same model, same RoPE base), the prefix it shares with

@@ -110,6 +110,57 @@ def load_tokenizer(checkpoint: Path) -> CodeTokenizer:
         raise ServeError(f"{path}: unreadable tokenizer: {error}") from None
 
 
+class FairTurns:
+    """A lock granted in the order it was asked for (a ticket lock): a thread that releases
+    it and asks again goes behind the threads already waiting."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._next_ticket = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._condition:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            self._condition.wait_for(lambda: self._serving == ticket)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._condition:
+            self._serving += 1
+            self._condition.notify_all()
+
+
+class CachePool:
+    """Key/value caches of finished sequences, lent one per request in flight: a request
+    takes the idle cache sharing the longest prefix with its prompt, or a fresh one."""
+
+    def __init__(self, n_layers: int, keep: int = 4) -> None:
+        self.n_layers = n_layers
+        self.keep = keep
+        self._idle: list[KVCache] = []
+        self._lock = threading.Lock()
+
+    def take(self, prompt: list[int]) -> KVCache:
+        def shared(cache: KVCache) -> int:
+            return next(
+                (i for i, (a, b) in enumerate(zip(cache.fed, prompt, strict=False)) if a != b),
+                min(len(cache.fed), len(prompt)),
+            )
+
+        with self._lock:
+            if not self._idle:
+                return KVCache.empty(self.n_layers)
+            best = max(self._idle, key=shared)
+            self._idle.remove(best)
+            return best
+
+    def give_back(self, cache: KVCache) -> None:
+        with self._lock:
+            self._idle.append(cache)
+            del self._idle[: -self.keep]
+
+
 class ServedModel:
     """A checkpoint ready to answer chat completions."""
 
@@ -135,9 +186,11 @@ class ServedModel:
         self.rope_base = rope_base
         self.stop_ids = {tokenizer.id(END), tokenizer.id(EOS)}
         self.created = int(time.time())
-        self._lock = threading.Lock()
-        # the last sequence's keys and values: the next prompt's shared prefix is not recomputed
-        self._cache = KVCache.empty(len(model.blocks))
+        # one decode step at a time, steps taken in arrival order: concurrent requests
+        # interleave token by token, so a short one is not stuck behind a long one
+        self._turns = FairTurns()
+        # finished sequences' keys and values: a new prompt's shared prefix is not recomputed
+        self._caches = CachePool(len(model.blocks))
 
     @classmethod
     def load(
@@ -205,11 +258,20 @@ class ServedModel:
         return prompt, params
 
     def tokens(self, prompt: list[int], params: SamplingParams) -> Iterator[int]:
-        """Generated ids, one request at a time (the lock is held while iterating)."""
-        with self._lock, torch.inference_mode():
-            yield from stream_tokens(
-                self.model, prompt, params, self.stop_ids, self.rope_base, self._cache
-            )
+        """Generated ids; each step (the prompt's prefill, then one token) waits its turn."""
+        cache = self._caches.take(prompt)
+        steps = stream_tokens(self.model, prompt, params, self.stop_ids, self.rope_base, cache)
+        try:
+            while True:
+                with self._turns, torch.inference_mode():
+                    token = next(steps, None)
+                if token is None:
+                    return
+                yield token
+        finally:
+            with self._turns:
+                steps.close()
+            self._caches.give_back(cache)
 
     def complete(self, request: ChatRequest) -> Completion:
         prompt, params = self.prepare(request)
