@@ -248,7 +248,21 @@ class ServedModel:
                 param="messages",
                 code="context_length_exceeded",
             )
-        wanted = request.max_completion_tokens or request.max_tokens or self.max_tokens
+        asked = request.max_completion_tokens or request.max_tokens
+        if asked is not None and asked > room:
+            # asked for more than fits: refused as vLLM does, not silently cut to the room
+            field = "max_completion_tokens" if request.max_completion_tokens else "max_tokens"
+            raise RequestError(
+                400,
+                f"This model's maximum context length is {self.context_length} tokens. "
+                f"However, you requested {len(prompt) + asked} tokens ({len(prompt)} in the "
+                f"messages, {asked} in the completion). Please reduce the length of the "
+                f"messages or the completion.",
+                param=field,
+                code="context_length_exceeded",
+            )
+        # the server's default reply length is only a default: it shrinks to the room left
+        wanted = asked or self.max_tokens
         params = SamplingParams(
             temperature=1.0 if request.temperature is None else request.temperature,
             top_p=1.0 if request.top_p is None else request.top_p,

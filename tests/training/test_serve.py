@@ -114,6 +114,27 @@ def test_a_reply_cut_at_max_tokens_says_length(client: openai.OpenAI) -> None:
     assert not reply.choices[0].message.tool_calls
 
 
+def test_asking_for_more_tokens_than_fit_is_refused_not_clamped(client: openai.OpenAI) -> None:
+    for field in ("max_tokens", "max_completion_tokens"):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(
+                model="toy",
+                messages=MESSAGES,
+                **{field: 10**9},  # type: ignore[call-overload]
+            )
+        body = refused.value.body
+        assert isinstance(body, dict) and body["param"] == field
+        assert refused.value.code == "context_length_exceeded"
+        assert f"{10**9} in the completion" in refused.value.message
+    # the boundary: exactly the room left after the prompt is served, one more is refused
+    probe = client.chat.completions.create(model="toy", messages=MESSAGES, max_tokens=1)
+    assert probe.usage is not None
+    room = 256 - probe.usage.prompt_tokens
+    client.chat.completions.create(model="toy", messages=MESSAGES, max_tokens=room)
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model="toy", messages=MESSAGES, max_tokens=room + 1)
+
+
 def test_errors_come_in_openais_shape(client: openai.OpenAI, server: ModelServer) -> None:
     with pytest.raises(openai.NotFoundError) as unknown:
         client.chat.completions.create(model="gpt-9", messages=MESSAGES)
