@@ -374,7 +374,9 @@ def _run(
         for group in optimizer.param_groups:
             group["base_lr"] = group["lr"]
     step, position = 0, DataPosition()
-    history: dict[str, Any] = {"losses": [], "eval": [], "tokens_seen": 0}
+    # tokens_seen counts every token the weights were trained on, earlier stages included
+    carried = int(start.init.state.get("tokens_seen", 0) or 0) if start.init is not None else 0
+    history: dict[str, Any] = {"losses": [], "eval": [], "tokens_seen": carried}
     if resume is not None:
         step, position = resume.step, DataPosition(**resume.state["data_position"])
         history = {key: resume.state[key] for key in ("losses", "eval", "tokens_seen")}

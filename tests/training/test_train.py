@@ -109,6 +109,9 @@ def test_extended_model_beats_the_pre_extension_model_at_the_long_length(
     before, after = load_model(pretrained_checkpoint.path), load_model(final.path)
     expected_base = rope_base_for_length(10_000.0, 16, 32, 128)
     assert after.config.rope_base == pytest.approx(expected_base) and final.state["seq_len"] == 128
+    # tokens_seen goes on from the stage it started from: 120 x 16 x 32, then 40 x 4 x 128
+    assert pretrained_checkpoint.state["tokens_seen"] == 120 * 16 * 32
+    assert final.state["tokens_seen"] == 120 * 16 * 32 + 40 * 4 * 128
     tokenizer = CodeTokenizer.load(final.path / TOKENIZER_FILE)
     heldout = corpus_streams(CorpusConfig.model_validate(corpus), tokenizer).heldout
     long_batches = evaluation_batches(heldout, batch_size=4, seq_len=128, max_batches=4)
