@@ -1,8 +1,10 @@
 """Gate every checkpoint: serve it, score it through the harness, compare it, record the verdict.
 
-For each complete checkpoint of a training run (`CheckpointGate.gate`):
+For each complete checkpoint of a training run (`CheckpointGate.gate`), or Hugging
+Face-layout folder named `step-N` / `checkpoint-N`:
 
-1. serve it over real HTTP (`training.serve`, in this process, on a free loopback port);
+1. serve it over real HTTP on a free loopback port: `training.serve` in this process, or
+   the config's `serve_command` (any OpenAI-compatible server, `training/serve_command.py`);
 2. run the configured harness subset through the public API (`cursorbench.api.run`): suite
    tasks and/or behaviour evals, into a run folder under `runs_dir`, written to the leaderboard;
 3. tie the run to the training run and step (`SqlStore.attach_checkpoint`);
