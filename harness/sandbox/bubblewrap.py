@@ -37,7 +37,6 @@ WORKSPACE = "/workspace"  # where the workspace appears inside a bubblewrap sand
 BASELINE = "/.baseline"  # where the baseline git folder appears, for taking the diff only
 SANDBOX_UID = 65534  # nobody: commands run as this user when the harness is root
 MAX_FILE_BYTES = 1 << 30  # no single file written in the sandbox grows past this
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Kernel interfaces under the sandbox's own /proc that stay read-only even for root.
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 UNCONFINED_WARNING = (
@@ -214,15 +213,25 @@ def python_paths() -> list[Path]:
 
 
 def system_mounts() -> list[str]:
-    """Read-only system folders; merged-/usr links (`/bin -> usr/bin`) stay links."""
+    """The view's system tree (`view.py`), read-only, its top folders over the host's:
+    `/usr` and `/etc` hold only what the allow-list names; merged-/usr links stay links."""
+    from harness.sandbox.view import system_tree, tree_tops
+
+    tree = system_tree()
     args: list[str] = []
-    for name in SYSTEM_PATHS:
-        path = Path(name)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), name]
-        elif path.is_dir():
-            args += ["--ro-bind", name, name]
+    for name, target in tree_tops(tree):
+        if target is not None:
+            args += ["--symlink", target, name]
+        else:
+            args += ["--ro-bind", str(tree / name.lstrip("/")), name]
     return args
+
+
+def system_tops() -> list[str]:
+    """The top folders the system tree is bound at (`/usr`, `/etc`, ...)."""
+    from harness.sandbox.view import system_tree, tree_tops
+
+    return [name for name, target in tree_tops(system_tree()) if target is None]
 
 
 @functools.cache
@@ -235,15 +244,13 @@ def empty_file() -> Path:
     return path
 
 
-def _parent_dirs(path: str, made: set[str]) -> list[str]:
+def _parent_dirs(path: str, made: set[str], system: Sequence[str]) -> list[str]:
     """Folders above a mount point, made traversable (bubblewrap would make them 0700, which
     shuts out the unprivileged user)."""
     args: list[str] = []
     for parent in reversed(Path(path).parents[:-1]):  # outermost first, "/" left out
         name = str(parent)
-        if name not in made and not any(
-            name == s or name.startswith(s + "/") for s in SYSTEM_PATHS
-        ):
+        if name not in made and not any(name == s or name.startswith(s + "/") for s in system):
             args += ["--perms", "0755", "--dir", name]
             made.add(name)
     return args
@@ -261,6 +268,9 @@ def bwrap_options(
     keep_setuid: bool = False,
     extra_caps: Sequence[str] = (),
 ) -> list[str]:
+    from harness.sandbox.view import python_left_out
+
+    system = system_tops()
     args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
     for interface in PROC_READ_ONLY:
         if os.path.exists(interface):
@@ -269,19 +279,19 @@ def bwrap_options(
     pythons = python_paths()
     made: set[str] = set()
     for path in pythons:
-        args += _parent_dirs(str(path), made)
+        args += _parent_dirs(str(path), made, system)
         args += ["--ro-bind", str(path), str(path)]
-    # Hidden paths matter only where they lie inside something shown.
-    shown = [*pythons, *(Path(p) for p in SYSTEM_PATHS)]
-    for path in hidden:
-        if not _shown(path, shown):
+    # Hidden paths matter only where they lie inside something shown; the system tree
+    # holds nothing but the allow-list, so only the Python folders can hold them.
+    for path in [*python_left_out(), *hidden]:
+        if not _shown(path, pythons):
             continue
         if path.is_dir():
             args += ["--tmpfs", str(path)]
         elif path.exists():
             args += ["--ro-bind", str(empty_file()), str(path)]
     for mount in mounts:
-        args += _parent_dirs(mount.inside, made)
+        args += _parent_dirs(mount.inside, made, system)
         args += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.inside]
     args += ["--remount-ro", "/"]  # the root bubblewrap builds is itself read-only
     # As root, bubblewrap would otherwise keep every capability (CAP_SYS_ADMIN can remount
