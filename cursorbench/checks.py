@@ -378,7 +378,11 @@ def stub_changes(built: BuiltTask) -> dict[str, str | None]:
 
 def _leak_problems(built: BuiltTask) -> list[str]:
     found = leaks.scan(
-        built.workspace, built.reference_patch, built.hidden, scan_hidden_paths(built.task)
+        built.workspace,
+        built.reference_patch,
+        built.hidden,
+        scan_hidden_paths(built.task),
+        allow=built.task.leak_allow,
     )
     return [f"leak: {leak}" for leak in found[:5]]
 
