@@ -129,14 +129,26 @@ def runs_list(
     try:
         with store.engine.connect() as conn:
             rows = queries.leaderboard(conn, filters)
+            unranked = queries.unconfined_runs(conn, filters)
     finally:
         store.close()
     if as_json:
-        _print_json([row.model_dump(mode="json") for row in rows])
+        _print_json([row.model_dump(mode="json") for row in [*rows, *unranked]])
         return
-    if not rows:
+    if not rows and not unranked:
         console.print(f"no runs in '{store.url}' (`cursorbench run` adds one)")
         return
+    if rows:
+        console.print(_leader_table(rows))
+    if unranked:
+        console.print(
+            f"not ranked: {len(unranked)} run(s) made unconfined (--sandbox subprocess), "
+            "which could read the answers"
+        )
+        console.print(_leader_table(unranked))
+
+
+def _leader_table(rows: list[Any]) -> Table:
     table = Table("rank", "run", "model", "suite", "started", "complete", "score [95% CI]")
     for column in ("attempts", "cost $", "checkpoint", "gate", "note"):
         table.add_column(column)
@@ -147,7 +159,7 @@ def runs_list(
         if row.tampering:
             notes.append(f"{row.tampering} tampering")
         table.add_row(
-            str(row.rank),
+            str(row.rank) if row.confined else "-",
             row.run_id,
             row.model,
             f"{row.suite}@{row.version}",
@@ -160,7 +172,7 @@ def runs_list(
             (row.gate_decision or "") + (", promoted" if row.promoted else ""),
             "; ".join(notes),
         )
-    console.print(table)
+    return table
 
 
 @runs_app.command("show")

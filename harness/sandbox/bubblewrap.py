@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.sandbox.protocol import SandboxUnavailable
+
 BWRAP = "bwrap"
 WORKSPACE = "/workspace"  # where the workspace appears inside a bubblewrap sandbox
 BASELINE = "/.baseline"  # where the baseline git folder appears, for taking the diff only
@@ -40,9 +42,10 @@ MAX_FILE_BYTES = 1 << 30  # no single file written in the sandbox grows past thi
 # Kernel interfaces under the sandbox's own /proc that stay read-only even for root.
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 UNCONFINED_WARNING = (
-    "UNCONFINED: bubblewrap is not available, so agent commands and tests run as plain "
-    "subprocesses that can read hidden files, write outside the workspace, use the network, "
-    "and leave background processes behind"
+    "UNCONFINED (--sandbox subprocess): agent commands and tests run as plain subprocesses "
+    "that can read most of this machine, write outside the workspace, use the network and "
+    "leave background processes behind; the run is recorded as unconfined and never ranked "
+    "beside confined runs"
 )
 
 
@@ -313,7 +316,10 @@ def bubblewrap_problem() -> str | None:
     """Why bubblewrap cannot build a namespace here, in bubblewrap's own words; None if it can."""
     if shutil.which(BWRAP) is None:
         return f"{BWRAP!r} is not on PATH (install the Debian package 'bubblewrap')"
-    probe = [BWRAP, *bwrap_options([], "/", []), "true"]
+    try:
+        probe = [BWRAP, *bwrap_options([], "/", []), "true"]
+    except SandboxUnavailable as error:  # the view's system tree cannot be built here
+        return str(error)
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=10)
     except subprocess.TimeoutExpired:
