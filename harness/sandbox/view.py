@@ -41,12 +41,13 @@ from harness.home import build_cache
 from harness.sandbox.bubblewrap import python_paths
 from harness.sandbox.protocol import SandboxUnavailable
 
-VIEW_VERSION = "1"  # bump when what goes in changes
+VIEW_VERSION = "3"  # bump when what goes in changes
 PACKAGES = (
     "bash", "dash", "coreutils", "findutils", "grep", "sed", "mawk", "diffutils", "git",
     "tar", "gzip", "procps", "libc-bin", "debianutils", "sensible-utils",
 )  # fmt: skip
 PROGRAMS = ("/usr/bin/setpriv", "/usr/bin/prlimit")  # of util-linux, whose rest stays out
+ALTERNATIVES = ("awk",)  # shown whichever program the host chose for them (mawk, gawk)
 SKIPPED_PREFIXES = (
     "/usr/share/doc", "/usr/share/man", "/usr/share/info", "/usr/share/locale",
     "/usr/share/lintian", "/usr/share/bash-completion", "/usr/share/gitweb",
@@ -193,11 +194,30 @@ def system_inputs() -> tuple[str, ...]:
     programs = [p for p in PROGRAMS if os.path.exists(p)]
     etc = [p for p in ETC_FILES if os.path.exists(p)]
     wanted = {os.path.realpath(p) for p in [*packages, *programs]}
+    chosen: set[str] = set()
     for folder in ETC_FOLDERS:  # alternatives only for programs that are shown
         if os.path.isdir(folder):
             entries = [str(p) for p in Path(folder).iterdir()]
-            etc += [folder, *(p for p in entries if os.path.realpath(p) in wanted)]
-    return tuple([*packages, *programs, *etc])
+            chosen.update(p for p in entries if os.path.realpath(p) in wanted)
+            chosen.update(f"{folder}/{name}" for name in ALTERNATIVES)
+            etc += [folder]
+    chosen = {path for path in chosen if os.path.exists(path)}
+    targets = [os.path.realpath(path) for path in sorted(chosen)]
+    return tuple(
+        [*packages, *programs, *etc, *sorted(chosen), *targets, *_alternative_links(chosen)]
+    )
+
+
+def _alternative_links(chosen: set[str]) -> list[str]:
+    """The program links made by `update-alternatives` (`/usr/bin/awk` ->
+    `/etc/alternatives/awk`) for the alternatives shown: no package lists them."""
+    found = []
+    for folder in ("/usr/bin", "/usr/sbin"):
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_symlink() and os.readlink(entry.path) in chosen:
+                    found.append(entry.path)
+    return sorted(found)
 
 
 def _in_python(path: str, roots: Sequence[str]) -> bool:
