@@ -236,8 +236,9 @@ class RunInfo(BaseModel):
     config: dict[str, object]
     sandbox: str = Field(description="Sandbox backend actually used, e.g. 'bubblewrap'.")
     confined: bool = Field(
+        default=False,  # never used: `_confined_from_backend` fills it from `sandbox`
         description="Whether agent commands and grading ran confined (bubblewrap, docker); an "
-        "unconfined run is never ranked beside confined ones."
+        "unconfined run is never ranked beside confined ones.",
     )
     warnings: list[str] = Field(default_factory=list)
     out_dir: str | None = None

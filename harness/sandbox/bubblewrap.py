@@ -1,7 +1,8 @@
 """Jails: how one command is confined. Bubblewrap where it runs, else nothing at all.
 
-Under bubblewrap a command sees only what it needs, read-only: the system
-folders (`/usr`, `/etc`, the `/lib`s) and the running Python environment. The
+Under bubblewrap a command sees only what it needs, read-only: the sandbox's
+view (`view.py`: an allow-list of system files bound over `/usr` and `/etc`, and
+the running Python environment less what the harness alone uses). The
 workspace appears at `/workspace` whatever its host path; home folders,
 checkouts, caches and earlier runs are simply absent. `/proc` is the sandbox's
 own, with its kernel interfaces (`/proc/sys`, `/proc/sysrq-trigger`, ...)
@@ -14,9 +15,9 @@ bubblewrap command line is handed over through a pipe, so the sandbox's
 (`seccomp.py`) closes the channels read-only files would otherwise open
 between concurrent sandboxes (file locks, inotify, the uid's keyring).
 
-Without bubblewrap a command runs as a plain subprocess: the caller must record
-a loud warning on the run, since the agent can then read and write anything
-the harness can.
+With `--sandbox subprocess` (never chosen by `auto`) a command runs as a plain
+subprocess: the run is recorded unconfined and never ranked, since the agent can
+then read and write anything the harness can.
 """
 
 from __future__ import annotations
