@@ -312,7 +312,7 @@ def test_the_root_is_the_same_allow_list_as_under_bubblewrap(box: Sandbox) -> No
     listed = box.run(f"find / \\( {prune} \\) -prune -o ! -type d -print > /tmp/seen", 120)
     assert listed.exit_code == 0, listed.output
     seen = box.execute(["cat", "/tmp/seen"], timeout=60, output_cap=64 << 20).output
-    docker_own = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/.dockerenv"}
+    docker_own = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/mtab", "/.dockerenv"}
     tree, roots = system_tree(), scan_roots()
     python = [root for root in roots if root != tree]
     covered = {str(path) for path in python_left_out()}
