@@ -367,24 +367,21 @@ def tree_tops(tree: Path) -> list[tuple[str, str | None]]:
     return found
 
 
-def _covered(path: Path, hidden: Sequence[Path]) -> bool:
-    return any(path == h or h in path.parents for h in hidden)
-
-
-def _visible(root: Path, hidden: Sequence[Path]) -> list[Path]:
-    """`root`, or its parts not covered by a hidden path."""
-    if _covered(root, hidden):
+def _visible(root: Path, hidden: set[Path], above: set[Path]) -> list[Path]:
+    """`root`, or its parts not covered by a hidden path (`above`: the folders above one)."""
+    if root in hidden or any(parent in hidden for parent in root.parents):
         return []
-    if not any(root in h.parents for h in hidden) or not root.is_dir() or root.is_symlink():
+    if root not in above or not root.is_dir() or root.is_symlink():
         return [root]
-    return [part for child in sorted(root.iterdir()) for part in _visible(child, hidden)]
+    return [part for child in sorted(root.iterdir()) for part in _visible(child, hidden, above)]
 
 
 def scan_roots(hidden: Sequence[Path] = ()) -> list[Path]:
     """Every host path a sandbox can read but the workspace: the system tree, and the
     Python folders less what is left out and what `hidden` covers."""
-    covered = [path.resolve() for path in [*hidden, *python_left_out()]]
+    covered = {path.resolve() for path in [*hidden, *python_left_out()]}
+    above = {parent for path in covered for parent in path.parents}
     roots: list[Path] = [system_tree()]
     for root in python_roots():
-        roots += _visible(root, covered)
+        roots += _visible(root, covered, above)
     return roots
