@@ -78,6 +78,7 @@ GROUP = f"root:x:0:\ncbgrader:x:{GRADER_UID}:\nnogroup:x:65534:\n"
 WRITTEN = {"/etc/passwd": PASSWD, "/etc/group": GROUP}  # the view's own, never the host's
 DPKG_STATUS = Path("/var/lib/dpkg/status")
 READY = ".ready"
+LEFT_OUT_FILE = ".left-out"  # python_left_out() of the view_key, one path a line
 SHARED_TREES = "/var/cache/cursorbench-view"
 
 
@@ -118,7 +119,15 @@ def _base_lib() -> Path | None:
 @functools.cache
 def python_left_out() -> tuple[Path, ...]:
     """What of the Python folders is not shown: `LEFT_OUT` distributions, and the base
-    interpreter's own site-packages and test suite (`SKIPPED_PYTHON`)."""
+    interpreter's own site-packages and test suite (`SKIPPED_PYTHON`). Read from the system
+    tree of this `view_key` when it is built (listing every distribution's files takes ~1 s)."""
+    saved = trees_folder() / view_key() / LEFT_OUT_FILE
+    if saved.is_file():
+        return tuple(Path(line) for line in saved.read_text().splitlines() if line)
+    return _python_left_out()
+
+
+def _python_left_out() -> tuple[Path, ...]:
     found: list[Path] = []
     for folder, names in _left_out().items():
         found += [folder / name for name in sorted(names) if (folder / name).exists()]
@@ -267,7 +276,12 @@ def _stat_line(path: Path) -> str:
 
 
 def _site_folders() -> list[Path]:
-    return sorted(_left_out())
+    """The environment's site-packages folders (installing a distribution changes them)."""
+    found: set[Path] = set()
+    for prefix in (sys.prefix, sys.base_prefix):
+        paths = sysconfig.get_paths(vars={"base": prefix, "platbase": prefix})
+        found.update(Path(paths[key]) for key in ("purelib", "platlib"))
+    return sorted(path for path in found if path.is_dir())
 
 
 @functools.cache
@@ -308,6 +322,7 @@ def _build_tree(staging: Path) -> None:
     staging.mkdir(parents=True)
     for path in system_paths():
         _copy_path(path, staging / path.lstrip("/"))
+    (staging / LEFT_OUT_FILE).write_text("".join(f"{p}\n" for p in _python_left_out()))
     for path, text in WRITTEN.items():
         target = staging / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
