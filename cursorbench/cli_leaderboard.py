@@ -252,19 +252,34 @@ def runs_list(
         with store.engine.connect() as conn:
             _known_filters(queries.filter_choices(conn), filters)
             rows = queries.leaderboard(conn, filters)
-            more = summaries.extras(conn, [row.run_id for row in rows])
+            unranked = queries.unconfined_runs(conn, filters)
+            more = summaries.extras(conn, [row.run_id for row in [*rows, *unranked]])
     finally:
         store.close()
     if as_json:
-        _print_json([row.model_dump(mode="json") | more.get(row.run_id, {}) for row in rows])
+        _print_json(
+            [row.model_dump(mode="json") | more.get(row.run_id, {}) for row in [*rows, *unranked]]
+        )
         return
-    if not rows:
+    if not rows and not unranked:
         console.print(f"no runs in '{store.url}' match (`cursorbench run` adds one)")
         return
-    short = short_ids([row.run_id for row in rows])
+    short = short_ids([row.run_id for row in [*rows, *unranked]])
+    if rows:
+        console.print(_leader_table(rows, more, short))
+    if unranked:
+        console.print(
+            f"not ranked: {len(unranked)} run(s) made unconfined (--sandbox subprocess), "
+            "which could read the answers"
+        )
+        console.print(_leader_table(unranked, more, short))
+
+
+def _leader_table(rows: list[Any], more: dict[str, dict], short: dict[str, str]) -> Table:
     table = Table("rank")
     # never cut: a run's id (its shortest unique prefix) is what `runs show` takes back
-    table.add_column("run", no_wrap=True, min_width=max(len(shown) for shown in short.values()))
+    shown = [short[row.run_id] for row in rows]
+    table.add_column("run", no_wrap=True, min_width=max(len(run) for run in shown))
     for column in ("model", "suite"):  # names are not cut either
         table.add_column(column, no_wrap=True, min_width=_widest(rows, column))
     for column in ("started", "complete"):
@@ -280,7 +295,7 @@ def runs_list(
         if row.tampering:
             notes.append(f"{row.tampering} tampering")
         table.add_row(
-            str(row.rank),
+            str(row.rank) if row.confined else "-",
             short[row.run_id],
             row.model,
             f"{row.suite}@{row.version}",
@@ -293,7 +308,7 @@ def runs_list(
             (row.gate_decision or "") + (", promoted" if row.promoted else ""),
             "; ".join(notes),
         )
-    console.print(table)
+    return table
 
 
 @runs_app.command("show")

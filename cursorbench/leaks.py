@@ -1,6 +1,6 @@
 """The leak scan: after a build, nothing the agent can read may hold the answer.
 
-Two checks over a built task:
+Three checks over a built task:
   1. Structure of the workspace: no `.git` (the harness keeps its baseline outside the
      workspace, so the workspace has no repository at all: no history, tags, reflog or
      remotes), no `__pycache__`/bytecode, type-checker or test caches, egg-info, build or
@@ -8,47 +8,58 @@ Two checks over a built task:
   2. Content: the *distinctive* lines of the answer (lines the reference solution adds and
      the hidden tests' lines, at least `MIN_CHARS` long once stripped, that appear
      nowhere in the mutated workspace) must not appear in any file the agent can read:
-     the workspace (git objects and gzip/zip members are expanded first) and the Python
-     environment the sandbox shows (`python_paths()` minus hidden paths, plus Debian's
-     `/usr/lib/python3*` and `/usr/local/lib/python3*`). A file holding at least
-     `MIN_HITS` distinct distinctive lines (all of them, when there are fewer) is a leak.
+     the workspace (git objects and gzip/zip members are expanded first) and everything
+     else a sandbox shows, which is the sandbox's view (`harness.sandbox.view.scan_roots`:
+     the allow-listed system files and the Python environment, hidden paths left out; the
+     same files on bubblewrap and Docker). A file holding at least `MIN_HITS` distinct
+     distinctive lines (all of them, when there are fewer) is a leak.
+  3. Spec of the deleted API: no type stub (`*.pyi`) defining, and no docs page or
+     changelog naming, a function or class the reference adds back that the workspace no
+     longer defines (`deleted_names`), unless the task's `leak_allow` names the file with
+     a reason.
 
-Not covered: the rest of `/usr` and `/etc` (no Python code lives there on the machines
-we know); pack files of a `.git` (any `.git` is refused by check 1 anyway).
+Not covered: pack files of a `.git` (any `.git` is refused by check 1 anyway); a spec
+that names the deleted API without its name (prose only).
 
-Grepping the environment (gigabytes, ~30 s) is most of a build, so its result is cached in
-the build cache (hidden from the agent, outside the scanned roots), keyed by the patterns,
+Grepping the view (hundreds of MB) is most of a build, so its result is cached in the
+build cache (hidden from the agent, outside the scanned roots), keyed by the patterns,
 the roots and a fingerprint of every entry under them (type, inode, size, mtime, ctime and
-path, listed by `find`, ~0.5 s): adding, changing or replacing any file in the environment
-makes the next scan grep again. Binary files are still grepped (`-a`): nothing is skipped.
+path, listed by `find`): adding, changing or replacing any file in the view makes the next
+scan grep again. Binary files are still grepped (`-a`): nothing is skipped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import gzip
 import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import tempfile
 import uuid
 import zipfile
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cursorbench.sources import dropped
 from harness.home import build_cache
-from harness.sandbox.bubblewrap import python_paths
+from harness.sandbox.view import scan_roots, system_tree
 
 MIN_CHARS = 30
 MIN_HITS = 3
-SYSTEM_PYTHON_GLOBS = ("/usr/lib/python3*", "/usr/local/lib/python3*")
 GREP_ARGS = ("grep", "-rFoa", "-Z", "--no-messages")
-SCAN_CACHE_VERSION = "1"  # bump when what a cached result means changes
+SCAN_CACHE_VERSION = "2"  # bump when what a cached result means changes
+MIN_NAME = 4  # shorter deleted names (`get`, `add`) are too common to call a docs page a spec
+DOC_SUFFIXES = (".rst", ".md", ".txt", ".adoc")
+TEST_FOLDERS = {"tests", "test", "testing"}  # their .txt files are fixtures, not docs
+CHANGELOG = re.compile(r"change|history|news|release", re.IGNORECASE)
+DEFINED = re.compile(r"^[+ ]?\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -106,23 +117,8 @@ def workspace_leaks(workspace: Path, patterns: Sequence[str]) -> list[Leak]:
 
 
 def environment_roots(hidden: Sequence[Path]) -> list[Path]:
-    """What of the Python environment the sandbox shows, hidden paths left out."""
-    roots = [*python_paths()]
-    for pattern in SYSTEM_PYTHON_GLOBS:
-        roots += sorted(Path("/").glob(pattern.lstrip("/")))
-    hidden_resolved = [path.resolve() for path in hidden]
-    shown: list[Path] = []
-    for root in dict.fromkeys(path.resolve() for path in roots if path.exists()):
-        shown += _visible(root, hidden_resolved)
-    return shown
-
-
-def _visible(root: Path, hidden: list[Path]) -> list[Path]:
-    if any(root == h or h in root.parents for h in hidden):
-        return []
-    if not any(root in h.parents for h in hidden) or not root.is_dir():
-        return [root]
-    return [part for child in sorted(root.iterdir()) for part in _visible(child, hidden)]
+    """What a sandbox shows besides the workspace (its view), hidden paths left out."""
+    return scan_roots(hidden)
 
 
 def environment_leaks(
@@ -194,14 +190,83 @@ def scan(
     hidden: Path,
     hidden_paths: Sequence[Path],
     cache: Path | None = None,
+    allow: Mapping[str, str] | None = None,
 ) -> list[Leak]:
     """Every leak of a built task; an empty list means the build may be used. The
     environment's results are cached in `cache` (default: the build cache's `leak-scan/`)."""
     patterns = distinctive_lines(answer_lines(reference_patch, hidden), workspace)
     leaks = structure_leaks(workspace)
     leaks += workspace_leaks(workspace, patterns)
+    leaks += spec_leaks(workspace, deleted_names(reference_patch, workspace), allow or {})
     roots = environment_roots(hidden_paths)
-    leaks += environment_leaks(patterns, roots, cache or build_cache() / "leak-scan")
+    found = environment_leaks(patterns, roots, cache or build_cache() / "leak-scan")
+    return leaks + [Leak(inside_path(leak.where), leak.why) for leak in found]
+
+
+def inside_path(host: str) -> str:
+    """A path of the view as a sandbox sees it (the system tree's files at `/usr/...`)."""
+    tree = str(system_tree())
+    return host[len(tree) :] if host.startswith(tree + "/") else host
+
+
+def deleted_names(reference_patch: str, workspace: Path) -> list[str]:
+    """Functions and classes the reference defines that the workspace's Python does not."""
+    added = {
+        match[1]
+        for line in reference_patch.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+        for match in [DEFINED.match(line[1:])]
+        if match
+    }
+    present: set[str] = set()
+    for path in _files(workspace):
+        if path.suffix == ".py":
+            text = path.read_text(encoding="utf-8", errors="replace")
+            present.update(DEFINED.findall(text))
+    return sorted(
+        name
+        for name in added - present
+        if len(name) >= MIN_NAME and not (name.startswith("__") and name.endswith("__"))
+    )
+
+
+def _spec_kind(relative: Path) -> str | None:
+    if relative.suffix == ".pyi":
+        return "stub"
+    if relative.suffix.lower() not in DOC_SUFFIXES and relative.suffix:
+        return None
+    if CHANGELOG.search(relative.stem):
+        return "changelog"
+    if TEST_FOLDERS & set(relative.parts[:-1]) or not relative.suffix:
+        return None
+    return "docs page"
+
+
+def spec_leaks(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) -> list[Leak]:
+    """Stubs defining, and docs pages or changelogs naming, a deleted function or class;
+    files the task's `leak_allow` names are let through."""
+    if not names:
+        return []
+    # Named as code: `name`, name(, .name, :name (a cross-reference), not a prose word.
+    alternatives = "|".join(map(re.escape, names))
+    word = re.compile(rf"[.`:]({alternatives})\b|\b({alternatives})[(`]")
+    leaks = []
+    for path in _files(workspace):
+        relative = path.relative_to(workspace)
+        kind = _spec_kind(relative)
+        if kind is None or any(fnmatch.fnmatch(str(relative), glob) for glob in allow):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if kind == "stub":
+            found = sorted(set(DEFINED.findall(text)) & set(names))
+        else:
+            found = sorted({name for pair in word.findall(text) for name in pair if name})
+        if found:
+            why = (
+                f"a {kind} still describes the deleted {', '.join(found[:3])} (delete it in "
+                "the mutation, or name it in the task's leak_allow with why it stays)"
+            )
+            leaks.append(Leak(f"workspace/{relative}", why))
     return leaks
 
 

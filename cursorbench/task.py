@@ -123,6 +123,9 @@ class Task(Spec):
     verification: TaskVerification
     limits: Limits = Field(default_factory=Limits)
     behaviour_checks: list[str] = Field(default_factory=list)
+    # Files of the workspace that may still describe the deleted API (a stub, a docs page,
+    # a changelog entry), each with why it stays: glob (relative to the workspace) -> reason.
+    leak_allow: dict[str, Annotated[str, Field(min_length=1)]] = Field(default_factory=dict)
 
     # Where the file was loaded from; not part of the file itself.
     path: Path | None = Field(default=None, exclude=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 RESULT_FORMAT_VERSION = 1
 
@@ -214,6 +214,14 @@ class AttemptResult(BaseModel):
         return f"{self.task_id}#{self.epoch}"
 
 
+CONFINED_BACKENDS = ("bubblewrap", "docker")  # the backends that confine a command
+
+
+def is_confined(sandbox: str) -> bool:
+    """Whether a run on this sandbox backend was confined (`subprocess` is not)."""
+    return sandbox in CONFINED_BACKENDS
+
+
 class RunInfo(BaseModel):
     """Who ran what, how: the identity of a run (model, suite, config) x tasks x epochs."""
 
@@ -228,8 +236,21 @@ class RunInfo(BaseModel):
     config_hash: str
     config: dict[str, object]
     sandbox: str = Field(description="Sandbox backend actually used, e.g. 'bubblewrap'.")
+    confined: bool = Field(
+        default=False,  # never used: `_confined_from_backend` fills it from `sandbox`
+        description="Whether agent commands and grading ran confined (bubblewrap, docker); an "
+        "unconfined run is never ranked beside confined ones.",
+    )
     warnings: list[str] = Field(default_factory=list)
     out_dir: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _confined_from_backend(cls, data: object) -> object:
+        """Records written before the field existed: confined follows from the backend."""
+        if isinstance(data, dict) and data.get("confined") is None:
+            return {**data, "confined": is_confined(str(data.get("sandbox", "")))}
+        return data
 
 
 def in_order(results: Iterable[AttemptResult]) -> list[AttemptResult]:

@@ -112,6 +112,7 @@ class Runner:
             config_hash=self.config.digest(),
             config=self.config.model_dump(mode="json"),
             sandbox=backend.name,
+            confined=backend.confined,
             warnings=list(self.plan.warnings),
             out_dir=str(self.run_dir.path),
         )
@@ -187,7 +188,9 @@ class Runner:
     def summary(self) -> RunSummary:
         figures = summarize(self.results(), self.config.planned, wall_time_s=self.wall_time_s())
         run = self.run
-        return figures.with_identity(run.id, run.model, run.endpoint_label, run.sandbox)
+        return figures.with_identity(
+            run.id, run.model, run.endpoint_label, run.sandbox, run.confined
+        )
 
     def _forget_errors(self) -> None:
         """Drops errored attempts from the folder and the store, so they run again."""

@@ -43,6 +43,7 @@ class RunSummary(BaseModel):
     model: str | None = None
     endpoint: str | None = None
     sandbox: str | None = None
+    confined: bool | None = None  # None: a summary made from results alone
     planned: int = 0
     finished: int = 0
     complete: bool = True
@@ -81,10 +82,11 @@ class RunSummary(BaseModel):
         except ValidationError:
             return None
 
-    def with_identity(self, run_id: str, model: str, endpoint: str, sandbox: str) -> RunSummary:
-        return self.model_copy(
-            update={"run_id": run_id, "model": model, "endpoint": endpoint, "sandbox": sandbox}
-        )
+    def with_identity(
+        self, run_id: str, model: str, endpoint: str, sandbox: str, confined: bool | None = None
+    ) -> RunSummary:
+        identity = {"run_id": run_id, "model": model, "endpoint": endpoint, "sandbox": sandbox}
+        return self.model_copy(update=identity | {"confined": confined})
 
 
 def summarize(

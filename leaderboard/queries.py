@@ -27,7 +27,14 @@ from leaderboard.runs import (
     attempt_view,
     run_detail,
 )
-from leaderboard.standings import Filters, LeaderRow, QueryError, filter_choices, leaderboard
+from leaderboard.standings import (
+    Filters,
+    LeaderRow,
+    QueryError,
+    filter_choices,
+    leaderboard,
+    unconfined_runs,
+)
 
 __all__ = [
     "AttemptLine",
@@ -49,4 +56,5 @@ __all__ = [
     "leaderboard",
     "run_detail",
     "training_checkpoints",
+    "unconfined_runs",
 ]

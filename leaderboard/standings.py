@@ -4,6 +4,10 @@ Scores: a run's score is its resolved rate with a Wilson 95% interval, or, filte
 category or an eval, that category's rate or that eval's mean (`run_breakdowns`). Finished runs
 are read from their summary rows; runs still going are summarised from their attempts on the
 fly. Ranks are CI-aware and only compare runs of the same suite version.
+
+Only confined runs (bubblewrap, docker) are standings: a run made with `--sandbox
+subprocess` could read the answers, so `leaderboard` leaves it out and `unconfined_runs`
+lists it apart, unranked (rank 0).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import Connection, select
 
+from harness.results import is_confined
 from leaderboard import stats, summaries
 from leaderboard.schema import (
     CheckpointRow,
@@ -50,6 +55,8 @@ class LeaderRow(BaseModel):
     tampering: int
     flagged: int
     config_hash: str
+    sandbox: str = ""
+    confined: bool = True
     repeat_of: str | None = None
     training_run: str | None = None
     step: int | None = None
@@ -66,8 +73,20 @@ class Filters(BaseModel):
 
 
 def leaderboard(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
-    """One row per run matching the filters, best score first, ranked within suite versions."""
-    filters = filters or Filters()
+    """One row per confined run matching the filters, best score first, ranked within suite
+    versions. Unconfined runs are never among them (`unconfined_runs`)."""
+    rows = [row for row in _rows(conn, filters or Filters()) if row.confined]
+    _rank(rows)
+    return sorted(rows, key=lambda row: (row.suite, row.version, row.rank, -row.score))
+
+
+def unconfined_runs(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
+    """The runs matching the filters that ran unconfined: unranked (rank 0), best first."""
+    rows = [row for row in _rows(conn, filters or Filters()) if not row.confined]
+    return sorted(rows, key=lambda row: (row.suite, row.version, -row.score))
+
+
+def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
     query = (
         select(
             RunRow.id,
@@ -75,6 +94,7 @@ def leaderboard(conn: Connection, filters: Filters | None = None) -> list[Leader
             RunRow.created_at,
             RunRow.status,
             RunRow.config_hash,
+            RunRow.sandbox,
             SuiteRow.name.label("suite"),
             RunRow.suite_version,
             TrainingRunRow.name.label("training_run"),
@@ -126,6 +146,8 @@ def leaderboard(conn: Connection, filters: Filters | None = None) -> list[Leader
                 tampering=int(fig["tampering"] or 0),
                 flagged=int(fig["flagged"] or 0),
                 config_hash=run.config_hash,
+                sandbox=run.sandbox,
+                confined=is_confined(run.sandbox),
                 repeat_of=None if repeat_of == run.id else repeat_of,
                 training_run=run.training_run,
                 step=run.step,
@@ -133,8 +155,7 @@ def leaderboard(conn: Connection, filters: Filters | None = None) -> list[Leader
                 promoted=run.promoted,
             )
         )
-    _rank(rows)
-    return sorted(rows, key=lambda row: (row.suite, row.version, row.rank, -row.score))
+    return rows
 
 
 def run_figures(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

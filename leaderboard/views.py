@@ -38,6 +38,7 @@ class Dashboard:
         order = request.query_params.get("order", "asc")
         with self.conn() as conn:
             rows = queries.leaderboard(conn, filters_of(request))
+            unranked = queries.unconfined_runs(conn, filters_of(request))
             form = filter_form(conn, request, "/")
         if sort in SORTABLE:
             rows.sort(key=lambda row: getattr(row, sort), reverse=order == "desc")
@@ -66,7 +67,7 @@ class Dashboard:
         ]
         cells = [
             [
-                str(row.rank),
+                str(row.rank) if row.confined else "-",
                 run_link(row.run_id),
                 e(row.model),
                 e(f"{row.suite}@{row.version}"),
@@ -84,10 +85,18 @@ class Dashboard:
                 str(row.tampering),
                 str(row.flagged),
             ]
-            for row in rows
+            for row in [*rows, *unranked]
         ]
-        classes = ["tamper" if row.tampering else "" for row in rows]
-        body = form + f"<p id='count'>{len(rows)} runs</p>" + table(headers, cells, classes)
+        classes = ["tamper" if row.tampering else "" for row in [*rows, *unranked]]
+        body = form + f"<p id='count'>{len(rows)} runs</p>"
+        body += table(headers, cells[: len(rows)], classes[: len(rows)])
+        if unranked:
+            body += (
+                "<h2 id='unconfined'>Not ranked: unconfined runs</h2><p class='note'>Made with "
+                "<code>--sandbox subprocess</code>: the agent could read the answers, so these "
+                "scores are not comparable and are never ranked.</p>"
+            )
+            body += table(headers, cells[len(rows) :], classes[len(rows) :])
         return page("Leaderboard", body)
 
     def cost(self, request: Request) -> Response:

@@ -1,7 +1,8 @@
 """Jails: how one command is confined. Bubblewrap where it runs, else nothing at all.
 
-Under bubblewrap a command sees only what it needs, read-only: the system
-folders (`/usr`, `/etc`, the `/lib`s) and the running Python environment. The
+Under bubblewrap a command sees only what it needs, read-only: the sandbox's
+view (`view.py`: an allow-list of system files bound over `/usr` and `/etc`, and
+the running Python environment less what the harness alone uses). The
 workspace appears at `/workspace` whatever its host path; home folders,
 checkouts, caches and earlier runs are simply absent. `/proc` is the sandbox's
 own, with its kernel interfaces (`/proc/sys`, `/proc/sysrq-trigger`, ...)
@@ -14,9 +15,9 @@ bubblewrap command line is handed over through a pipe, so the sandbox's
 (`seccomp.py`) closes the channels read-only files would otherwise open
 between concurrent sandboxes (file locks, inotify, the uid's keyring).
 
-Without bubblewrap a command runs as a plain subprocess: the caller must record
-a loud warning on the run, since the agent can then read and write anything
-the harness can.
+With `--sandbox subprocess` (never chosen by `auto`) a command runs as a plain
+subprocess: the run is recorded unconfined and never ranked, since the agent can
+then read and write anything the harness can.
 """
 
 from __future__ import annotations
@@ -32,18 +33,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.sandbox.protocol import SandboxUnavailable
+
 BWRAP = "bwrap"
 WORKSPACE = "/workspace"  # where the workspace appears inside a bubblewrap sandbox
 BASELINE = "/.baseline"  # where the baseline git folder appears, for taking the diff only
 SANDBOX_UID = 65534  # nobody: commands run as this user when the harness is root
 MAX_FILE_BYTES = 1 << 30  # no single file written in the sandbox grows past this
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Kernel interfaces under the sandbox's own /proc that stay read-only even for root.
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 UNCONFINED_WARNING = (
-    "UNCONFINED: bubblewrap is not available, so agent commands and tests run as plain "
-    "subprocesses that can read hidden files, write outside the workspace, use the network, "
-    "and leave background processes behind"
+    "UNCONFINED (--sandbox subprocess): agent commands and tests run as plain subprocesses "
+    "that can read most of this machine, write outside the workspace, use the network and "
+    "leave background processes behind; the run is recorded as unconfined and never ranked "
+    "beside confined runs"
 )
 
 
@@ -214,15 +217,25 @@ def python_paths() -> list[Path]:
 
 
 def system_mounts() -> list[str]:
-    """Read-only system folders; merged-/usr links (`/bin -> usr/bin`) stay links."""
+    """The view's system tree (`view.py`), read-only, its top folders over the host's:
+    `/usr` and `/etc` hold only what the allow-list names; merged-/usr links stay links."""
+    from harness.sandbox.view import system_tree, tree_tops
+
+    tree = system_tree()
     args: list[str] = []
-    for name in SYSTEM_PATHS:
-        path = Path(name)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(path), name]
-        elif path.is_dir():
-            args += ["--ro-bind", name, name]
+    for name, target in tree_tops(tree):
+        if target is not None:
+            args += ["--symlink", target, name]
+        else:
+            args += ["--ro-bind", str(tree / name.lstrip("/")), name]
     return args
+
+
+def system_tops() -> list[str]:
+    """The top folders the system tree is bound at (`/usr`, `/etc`, ...)."""
+    from harness.sandbox.view import system_tree, tree_tops
+
+    return [name for name, target in tree_tops(system_tree()) if target is None]
 
 
 @functools.cache
@@ -235,15 +248,13 @@ def empty_file() -> Path:
     return path
 
 
-def _parent_dirs(path: str, made: set[str]) -> list[str]:
+def _parent_dirs(path: str, made: set[str], system: Sequence[str]) -> list[str]:
     """Folders above a mount point, made traversable (bubblewrap would make them 0700, which
     shuts out the unprivileged user)."""
     args: list[str] = []
     for parent in reversed(Path(path).parents[:-1]):  # outermost first, "/" left out
         name = str(parent)
-        if name not in made and not any(
-            name == s or name.startswith(s + "/") for s in SYSTEM_PATHS
-        ):
+        if name not in made and not any(name == s or name.startswith(s + "/") for s in system):
             args += ["--perms", "0755", "--dir", name]
             made.add(name)
     return args
@@ -261,6 +272,9 @@ def bwrap_options(
     keep_setuid: bool = False,
     extra_caps: Sequence[str] = (),
 ) -> list[str]:
+    from harness.sandbox.view import python_left_out
+
+    system = system_tops()
     args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
     for interface in PROC_READ_ONLY:
         if os.path.exists(interface):
@@ -269,19 +283,19 @@ def bwrap_options(
     pythons = python_paths()
     made: set[str] = set()
     for path in pythons:
-        args += _parent_dirs(str(path), made)
+        args += _parent_dirs(str(path), made, system)
         args += ["--ro-bind", str(path), str(path)]
-    # Hidden paths matter only where they lie inside something shown.
-    shown = [*pythons, *(Path(p) for p in SYSTEM_PATHS)]
-    for path in hidden:
-        if not _shown(path, shown):
+    # Hidden paths matter only where they lie inside something shown; the system tree
+    # holds nothing but the allow-list, so only the Python folders can hold them.
+    for path in [*python_left_out(), *hidden]:
+        if not _shown(path, pythons):
             continue
         if path.is_dir():
             args += ["--tmpfs", str(path)]
         elif path.exists():
             args += ["--ro-bind", str(empty_file()), str(path)]
     for mount in mounts:
-        args += _parent_dirs(mount.inside, made)
+        args += _parent_dirs(mount.inside, made, system)
         args += ["--bind" if mount.writable else "--ro-bind", str(mount.host), mount.inside]
     args += ["--remount-ro", "/"]  # the root bubblewrap builds is itself read-only
     # As root, bubblewrap would otherwise keep every capability (CAP_SYS_ADMIN can remount
@@ -303,7 +317,10 @@ def bubblewrap_problem() -> str | None:
     """Why bubblewrap cannot build a namespace here, in bubblewrap's own words; None if it can."""
     if shutil.which(BWRAP) is None:
         return f"{BWRAP!r} is not on PATH (install the Debian package 'bubblewrap')"
-    probe = [BWRAP, *bwrap_options([], "/", []), "true"]
+    try:
+        probe = [BWRAP, *bwrap_options([], "/", []), "true"]
+    except SandboxUnavailable as error:  # the view's system tree cannot be built here
+        return str(error)
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=10)
     except subprocess.TimeoutExpired:

@@ -12,7 +12,6 @@ from harness.sandbox.bubblewrap import (
     BubblewrapJail,
     UnconfinedJail,
     bubblewrap_problem,
-    bubblewrap_works,
 )
 from harness.sandbox.local import LocalBackend, SandboxSettings
 from harness.sandbox.protocol import SandboxBackend, SandboxUnavailable
@@ -44,9 +43,18 @@ BACKENDS: dict[str, Callable[[SandboxSettings], SandboxBackend]] = {
 
 
 def choose_backend(requested: str) -> str:
-    """'auto' picks bubblewrap when it works; naming a backend insists on it."""
+    """'auto' is bubblewrap, and refuses (one line) where bubblewrap cannot run: it never
+    falls back to running unconfined. Naming a backend insists on it; `subprocess` is the
+    explicit opt-in to unconfined runs."""
     if requested == "auto":
-        return "bubblewrap" if bubblewrap_works() else "subprocess"
+        problem = bubblewrap_problem()
+        if problem is None:
+            return "bubblewrap"
+        raise SandboxUnavailable(
+            f"--sandbox auto: bubblewrap cannot run here ({problem}); install bubblewrap, use "
+            "--sandbox docker, or --sandbox subprocess to run unconfined (the run is recorded "
+            "as unconfined and never ranked beside confined runs)"
+        )
     if requested not in BACKENDS:
         known = ", ".join(["auto", *BACKENDS])
         raise SandboxUnavailable(f"unknown sandbox backend {requested!r} (choose from {known})")

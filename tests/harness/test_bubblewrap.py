@@ -241,3 +241,83 @@ def test_a_missing_bwrap_is_named_in_the_error(monkeypatch: pytest.MonkeyPatch) 
     finally:
         monkeypatch.undo()
         bubblewrap_problem.cache_clear()
+
+
+def test_auto_refuses_in_one_line_where_bubblewrap_cannot_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests.cli_runner import cursorbench
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    bubblewrap_problem.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable) as refused:
+            choose_backend("auto")
+        assert "\n" not in str(refused.value) and "--sandbox subprocess" in str(refused.value)
+        assert choose_backend("subprocess") == "subprocess"  # the explicit opt-in still works
+        done = cursorbench("run", "--tasks", "textkit-slugify", "--out", str(tmp_path / "run"))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "--sandbox auto: bubblewrap cannot run here" in done.stderr
+        assert not (tmp_path / "run").exists()
+    finally:
+        monkeypatch.undo()
+        bubblewrap_problem.cache_clear()
+
+
+ABSENT = (
+    "/usr/lib/python3", "/usr/lib/python3.11", "/usr/lib/google-cloud-sdk", "/usr/share/doc",
+    "/usr/local", "/opt", "/srv", "/home", "/etc/shadow", "/etc/ssh",
+    "/usr/bin/python3", "/usr/bin/perl", "/usr/bin/curl",
+)  # fmt: skip
+
+
+def test_the_root_is_the_allow_list(box: Sandbox) -> None:
+    checks = " ".join(f"test -e {path} && echo VISIBLE {path};" for path in ABSENT)
+    tools = "sh bash git grep sed find xargs tar gzip diff awk ps setpriv prlimit ls cat"
+    done = box.run(
+        f"{checks} for t in {tools}; do command -v $t >/dev/null || echo NO $t; done", 10
+    )
+    assert "VISIBLE" not in done.output and "NO " not in done.output, done.output
+    users = box.run("cat /etc/passwd", 10).output
+    assert [line.split(":")[0] for line in users.splitlines()] == ["root", "cbgrader", "nobody"]
+    python = box.run("python -c 'import pytest, hypothesis, zoneinfo, sqlite3, ssl; print(1)'", 30)
+    assert python.output.strip() == "1", python.output
+
+
+def test_the_python_environment_shows_no_left_out_distribution(box: Sandbox) -> None:
+    from harness.sandbox.view import python_left_out
+
+    left_out = [str(path) for path in python_left_out()][:40]
+    assert left_out  # torch, ray, ... and the base interpreter's own site-packages
+    done = box.run(
+        " ".join(
+            f'{{ test -f {p} -a -s {p} || {{ test -d {p} && test -n "$(ls -A {p})"; }}; }} '
+            f"&& echo SHOWN {p};"
+            for p in left_out
+        ),
+        10,
+    )
+    assert "SHOWN" not in done.output, done.output
+
+
+def test_the_leak_scan_covers_every_file_a_sandbox_can_read(box: Sandbox, tmp_path: Path) -> None:
+    from harness.sandbox.view import python_left_out, scan_roots, system_tree
+
+    prune = " -o ".join(f"-path {p}" for p in ("/proc", "/dev", "/tmp", "/var/tmp", "/workspace"))
+    done = box.run(f"find / \\( {prune} \\) -prune -o ! -type d -print > /workspace/seen", 120)
+    assert done.exit_code == 0, done.output
+    seen = (Path(box.host_workspace) / "seen").read_text().splitlines()  # type: ignore[attr-defined]
+    tree, roots = system_tree(), scan_roots()
+    python = [root for root in roots if root != tree]
+    covered = {str(path) for path in python_left_out()}  # shown as empty files: nothing to read
+
+    def scanned(inside: str) -> bool:
+        host = Path(inside)
+        if inside in covered:
+            return True
+        if (tree / inside.lstrip("/")).exists() or (tree / inside.lstrip("/")).is_symlink():
+            return True
+        return any(host == root or root in host.parents for root in python)
+
+    assert len(seen) > 1000
+    assert [path for path in seen if not scanned(path)] == []

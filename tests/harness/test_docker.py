@@ -292,3 +292,37 @@ def test_the_image_is_small_and_building_prunes_older_tags_only_of_its_own() -> 
         for name in (old, other):
             with contextlib.suppress(Exception):
                 client.images.remove(name)
+
+
+def test_the_root_is_the_same_allow_list_as_under_bubblewrap(box: Sandbox) -> None:
+    from harness.sandbox.view import python_left_out, scan_roots, system_tree
+
+    absent = (
+        "/usr/lib/python3", "/usr/lib/python3.11", "/usr/lib/google-cloud-sdk", "/usr/share/doc",
+        "/usr/local", "/opt", "/srv", "/home", "/etc/shadow", "/usr/bin/python3", "/usr/bin/perl",
+    )  # fmt: skip
+    checks = " ".join(f"test -e {path} && echo VISIBLE {path};" for path in absent)
+    tools = "sh bash git grep sed find xargs tar gzip diff awk ps ls cat"
+    done = box.run(
+        f"{checks} for t in {tools}; do command -v $t >/dev/null || echo NO $t; done", 10
+    )
+    assert "VISIBLE" not in done.output and "NO " not in done.output, done.output
+    skipped = ("/proc", "/dev", "/sys", "/tmp", "/var/tmp", "/workspace", "/.ctl", "/.baseline")
+    prune = " -o ".join(f"-path {path}" for path in skipped)
+    listed = box.run(f"find / \\( {prune} \\) -prune -o ! -type d -print > /tmp/seen", 120)
+    assert listed.exit_code == 0, listed.output
+    seen = box.execute(["cat", "/tmp/seen"], timeout=60, output_cap=64 << 20).output
+    docker_own = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/mtab", "/.dockerenv"}
+    tree, roots = system_tree(), scan_roots()
+    python = [root for root in roots if root != tree]
+    covered = {str(path) for path in python_left_out()}
+
+    def scanned(inside: str) -> bool:
+        host = tree / inside.lstrip("/")
+        if inside in docker_own or inside in covered or host.exists() or host.is_symlink():
+            return True
+        return any(Path(inside) == root or root in Path(inside).parents for root in python)
+
+    files = seen.splitlines()
+    assert len(files) > 1000
+    assert [path for path in files if not scanned(path)] == []

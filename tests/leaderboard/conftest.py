@@ -107,6 +107,7 @@ def generated_run(
     categories: dict[str, str] | None = None,
     finish: bool = True,
     tamper: list[str] | None = None,
+    sandbox: str = "bubblewrap",
 ) -> None:
     """A run with the given outcome per task and epoch, written through the store (generated
     rows: no agent ran; for statistics and scale, not for end-to-end behaviour)."""
@@ -121,7 +122,7 @@ def generated_run(
             suite_version=suite_version,
             config_hash=config_hash or f"hash-{run_id}",
             config={"epochs": epochs, "tasks": dict.fromkeys(outcomes, "digest")},
-            sandbox="subprocess",
+            sandbox=sandbox,
         )
     )
     if categories:

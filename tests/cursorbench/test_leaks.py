@@ -1,0 +1,104 @@
+"""The leak scan: it walks the sandbox's view, and refuses a spec of the deleted API."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cursorbench import leaks
+from cursorbench.loader import bundled_suite, load_task
+from cursorbench.task import Task
+from cursorbench.workspace import BuildError, build, scan_hidden_paths
+from harness.sandbox import view
+
+SLUGIFY = bundled_suite() / "tasks" / "textkit-slugify.yaml"
+SPEC_FILES = {
+    "CHANGELOG.md": "## 1.1\n\n- Added `slugify()` and `unique_slug()`.\n",
+    "textkit/__init__.pyi": "def slugify(text: str, separator: str = ...) -> str: ...\n",
+    "docs/usage.md": "Make a slug with `textkit.unique_slug(title, taken)`.\n",
+}
+
+
+def spec_task(tmp_path: Path, files: dict[str, str], **changes: object) -> Task:
+    """The slugify task over a copy of textkit that also holds `files`."""
+    repo = tmp_path / "repos" / "textkit"
+    shutil.copytree(bundled_suite() / "repos" / "textkit", repo)
+    for relative, text in files.items():
+        (repo / relative).parent.mkdir(parents=True, exist_ok=True)
+        (repo / relative).write_text(text)
+    data = yaml.safe_load(SLUGIFY.read_text()) | dict(changes)
+    (tmp_path / "tasks").mkdir()
+    path = tmp_path / "tasks" / "textkit-slugify.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return load_task(path)
+
+
+def test_a_stub_a_changelog_and_a_docs_page_of_the_deleted_api_are_refused(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(BuildError) as refused:
+        build(spec_task(tmp_path, SPEC_FILES))
+    message = str(refused.value)
+    assert "describes the deleted" in message and "(and 2 more)" in message
+
+
+def test_leak_allow_with_a_reason_lets_a_spec_stay(tmp_path: Path) -> None:
+    allow = {"CHANGELOG.md": "history", "textkit/*.pyi": "typing", "docs/*": "the manual"}
+    built = build(spec_task(tmp_path, SPEC_FILES, leak_allow=allow))
+    assert (built.workspace / "CHANGELOG.md").is_file()
+
+
+def test_leak_allow_needs_a_reason(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="at least 1 character"):
+        spec_task(tmp_path, {}, leak_allow={"CHANGELOG.md": ""})
+
+
+def test_only_names_gone_from_the_workspace_and_named_as_code_count(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "core.py").write_text("def kept_name():\n    pass\n")
+    patch = "+def kept_name():\n+def mean(values):\n+class Deleted:\n+    def __init__(self):\n"
+    names = leaks.deleted_names(patch, tmp_path)
+    assert names == ["Deleted", "mean"]
+    (tmp_path / "README.md").write_text("The mean of a few Deleted things, in prose.\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "expected.txt").write_text("mean(x) Deleted(y)\n")  # a fixture
+    assert leaks.spec_leaks(tmp_path, names, {}) == []
+    (tmp_path / "README.md").write_text("Call `mean(values)`.\n")
+    (tmp_path / "pkg" / "core.pyi").write_text("class Deleted: ...\n")
+    found = {leak.where: leak.why for leak in leaks.spec_leaks(tmp_path, names, {})}
+    assert set(found) == {"workspace/README.md", "workspace/pkg/core.pyi"}
+    assert "docs page" in found["workspace/README.md"] and "stub" in found["workspace/pkg/core.pyi"]
+
+
+@pytest.fixture
+def own_view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A system tree of this test's own (so planting a file in it touches no other test)."""
+    monkeypatch.setenv("CURSORBENCH_VIEW_ROOT", str(tmp_path / "views"))
+    view.system_tree.cache_clear()
+    yield view.system_tree()
+    view.system_tree.cache_clear()
+
+
+def test_the_scan_walks_the_system_tree_a_sandbox_shows(tmp_path: Path, own_view: Path) -> None:
+    built = build(load_task(SLUGIFY), scan=False)
+    hidden = scan_hidden_paths(built.task)
+    assert own_view in leaks.environment_roots(hidden)
+    scan = (built.workspace, built.reference_patch, built.hidden, hidden)
+    assert leaks.scan(*scan, cache=tmp_path / "cache") == []
+    vendored = own_view / "usr" / "lib" / "x86_64-linux-gnu" / "vendored" / "slug.py"
+    vendored.parent.mkdir(parents=True)
+    vendored.write_text((bundled_suite() / "repos" / "textkit" / "textkit" / "slug.py").read_text())
+    found = leaks.scan(*scan, cache=tmp_path / "cache")  # a changed view is scanned again
+    assert [leak.where for leak in found] == ["/usr/lib/x86_64-linux-gnu/vendored/slug.py"]
+
+
+def test_the_scan_leaves_out_what_the_view_leaves_out() -> None:
+    roots = leaks.environment_roots([])
+    for left_out in view.python_left_out():
+        assert not any(left_out == root or root in left_out.parents for root in roots)
+        assert not any(left_out in root.parents for root in roots)
+    assert not any(str(root).startswith(("/usr/lib/python3", "/usr/local")) for root in roots)
