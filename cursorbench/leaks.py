@@ -231,6 +231,8 @@ def deleted_names(reference_patch: str, workspace: Path) -> list[str]:
 
 
 def _spec_kind(relative: Path) -> str | None:
+    if any(part.endswith(".dist-info") for part in relative.parts[:-1]):
+        return None  # installed package metadata (entry points): what the code must match
     if relative.suffix == ".pyi":
         return "stub"
     if relative.suffix.lower() not in DOC_SUFFIXES and relative.suffix:
@@ -247,9 +249,7 @@ def spec_leaks(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) 
     files the task's `leak_allow` names are let through."""
     if not names:
         return []
-    # Named as code: `name`, name(, .name, :name (a cross-reference), not a prose word.
-    alternatives = "|".join(map(re.escape, names))
-    word = re.compile(rf"[.`:]({alternatives})\b|\b({alternatives})[(`]")
+    word = _named_as_code(names)
     leaks = []
     for path in _files(workspace):
         relative = path.relative_to(workspace)
@@ -268,6 +268,101 @@ def spec_leaks(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) 
             )
             leaks.append(Leak(f"workspace/{relative}", why))
     return leaks
+
+
+def _named_as_code(names: Sequence[str]) -> re.Pattern[str]:
+    """`name`, name(, .name, :name (a cross-reference): named as code, not a prose word."""
+    alternatives = "|".join(map(re.escape, names))
+    return re.compile(rf"[.`:]({alternatives})\b|\b({alternatives})[(`]")
+
+
+def removed_definitions(original: Path, workspace: Path, skip: Iterable[Path] = ()) -> list[str]:
+    """Functions and classes the original's Python defines that the workspace's does not
+    (the hidden tests, `skip`, left out): what a feature deletion removed."""
+
+    def defined(root: Path) -> set[str]:
+        names: set[str] = set()
+        for path in _files(root):
+            if path.suffix == ".py" and path.relative_to(root) not in skipped:
+                names.update(DEFINED.findall(path.read_text(encoding="utf-8", errors="replace")))
+        return names
+
+    skipped = set(skip)
+    return sorted(
+        name
+        for name in defined(original) - defined(workspace)
+        if len(name) >= MIN_NAME and not (name.startswith("__") and name.endswith("__"))
+    )
+
+
+def strip_spec(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) -> list[str]:
+    """Deletes what still describes the deleted `names` (the feature never existed, so neither
+    do its spec): their definitions in type stubs, and each paragraph of a docs page or
+    changelog that names one as code. Returns the files changed; `spec_leaks` then finds
+    nothing these rules cover. Files the task's `leak_allow` names are kept as they are."""
+    if not names:
+        return []
+    word = _named_as_code(names)
+    changed = []
+    for path in _files(workspace):
+        relative = path.relative_to(workspace)
+        kind = _spec_kind(relative)
+        if kind is None or any(fnmatch.fnmatch(str(relative), glob) for glob in allow):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        stripped = _strip_stub(text, set(names)) if kind == "stub" else _strip_docs(text, word)
+        if stripped != text:
+            path.write_text(stripped, encoding="utf-8")
+            changed.append(str(relative))
+    return changed
+
+
+def _strip_docs(text: str, word: re.Pattern[str]) -> str:
+    """The text without its paragraphs (blocks between blank lines) that match `word`."""
+    blocks = re.split(r"(\n[ \t]*\n)", text)
+    # blocks[1::2] are the blank-line separators; a dropped paragraph takes the one after it
+    kept: list[str] = []
+    for index in range(0, len(blocks), 2):
+        if not word.search(blocks[index]):
+            kept.append(blocks[index])
+            if index + 1 < len(blocks):
+                kept.append(blocks[index + 1])
+    return "".join(kept)
+
+
+def _strip_stub(text: str, names: set[str]) -> str:
+    """A stub without the definitions (and decorators) of `names`, at any depth; a body left
+    empty gets `...`. A stub Python cannot parse goes whole: it cannot be trusted to be clean."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    drop: set[int] = set()
+    placeholders: dict[int, int] = {}  # first dropped line of an emptied body -> its indent
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        doomed = [
+            child
+            for child in body
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and child.name in names
+        ]
+        starts = [min([c.lineno] + [d.lineno for d in c.decorator_list]) for c in doomed]
+        for child, start in zip(doomed, starts, strict=True):
+            drop.update(range(start, (child.end_lineno or child.lineno) + 1))
+        if doomed and len(doomed) == len(body) and not isinstance(node, ast.Module):
+            placeholders[min(starts)] = doomed[0].col_offset
+    out = []
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if number in placeholders:
+            out.append(" " * placeholders[number] + "...\n")
+        elif number not in drop:
+            out.append(line)
+    return "".join(out)
 
 
 def _needed(patterns: Sequence[str]) -> int:

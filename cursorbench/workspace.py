@@ -47,7 +47,7 @@ from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask, with_behaviour_checks
 from harness.twin import restored_functions
 
-BUILDER_VERSION = "3"
+BUILDER_VERSION = "4"
 SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 READY_MARKER = "READY"
@@ -275,6 +275,10 @@ def _build_into(task: Task, staging: Path, source: Path) -> None:
         (hidden / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(original / relative, hidden / relative)
         (workspace / relative).unlink(missing_ok=True)
+    removed = leaks.removed_definitions(
+        original, workspace, [Path(test) for test in task.verification.hidden_tests]
+    )
+    leaks.strip_spec(workspace, removed, task.leak_allow)
     (staging / "reference.patch").write_text(_reference_patch(staging, task))
 
 

@@ -12,7 +12,7 @@ import yaml
 from cursorbench import leaks
 from cursorbench.loader import bundled_suite, load_task
 from cursorbench.task import Task
-from cursorbench.workspace import BuildError, build, scan_hidden_paths
+from cursorbench.workspace import build, scan_hidden_paths
 from harness.sandbox import view
 
 SLUGIFY = bundled_suite() / "tasks" / "textkit-slugify.yaml"
@@ -37,13 +37,33 @@ def spec_task(tmp_path: Path, files: dict[str, str], **changes: object) -> Task:
     return load_task(path)
 
 
-def test_a_stub_a_changelog_and_a_docs_page_of_the_deleted_api_are_refused(
-    tmp_path: Path,
-) -> None:
-    with pytest.raises(BuildError) as refused:
-        build(spec_task(tmp_path, SPEC_FILES))
-    message = str(refused.value)
-    assert "describes the deleted" in message and "(and 2 more)" in message
+def test_the_build_deletes_the_spec_of_the_deleted_api(tmp_path: Path) -> None:
+    files = SPEC_FILES | {
+        "CHANGELOG.md": "## 1.1\n\n- Added `slugify()` and `unique_slug()`.\n\n- Faster wrap.\n",
+        "textkit/__init__.pyi": "def slugify(text: str) -> str: ...\n"
+        "class Cache:\n    @property\n    def unique_slug(self) -> str: ...\n"
+        "def wrap(text: str) -> str: ...\n",
+        "textkit-1.0.dist-info/entry_points.txt": "[x]\nslug = textkit.slug:slugify\n",
+    }
+    built = build(spec_task(tmp_path, files))
+    workspace = built.workspace
+    assert (workspace / "CHANGELOG.md").read_text() == "## 1.1\n\n- Faster wrap.\n"
+    stub = (workspace / "textkit" / "__init__.pyi").read_text()
+    assert stub == "class Cache:\n    ...\ndef wrap(text: str) -> str: ...\n"
+    assert (workspace / "docs" / "usage.md").read_text() == ""
+    # package metadata is what the restored code must match: it stays
+    entry_points = workspace / "textkit-1.0.dist-info" / "entry_points.txt"
+    assert entry_points.read_text() == files["textkit-1.0.dist-info/entry_points.txt"]
+    assert (
+        leaks.spec_leaks(workspace, leaks.deleted_names(built.reference_patch, workspace), {}) == []
+    )
+    assert "+- Added `slugify()` and `unique_slug()`." in built.reference_patch  # restored too
+
+
+def test_a_stub_python_cannot_parse_goes_whole(tmp_path: Path) -> None:
+    (tmp_path / "broken.pyi").write_text("def slugify(:\n")
+    assert leaks.strip_spec(tmp_path, ["slugify"], {}) == ["broken.pyi"]
+    assert (tmp_path / "broken.pyi").read_text() == ""
 
 
 def test_leak_allow_with_a_reason_lets_a_spec_stay(tmp_path: Path) -> None:
