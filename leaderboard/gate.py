@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Connection, select
 
 from harness.pricing import price_unknown
+from harness.results import is_confined
 from leaderboard import queries, stats
 from leaderboard.schema import AttemptRow, RunRow
 from leaderboard.store import SqlStore
@@ -71,6 +72,11 @@ class GateRules(BaseModel):
         le=1,
         description="Share of the tasks x epochs either run planned that both must have "
         "recorded; 1: both complete, on the same tasks and epochs.",
+    )
+    allow_unconfined: bool = Field(
+        default=False,
+        description="Gate runs made with --sandbox subprocess (unconfined: they could read "
+        "the answers); refused by default.",
     )
     seed: int = 0
 
@@ -202,6 +208,7 @@ def gate(
                     RunRow.checkpoint_id,
                     RunRow.config,
                     RunRow.warnings,
+                    RunRow.sandbox,
                 ).where(RunRow.id.in_([candidate_run_id, baseline_run_id]))
             )
         }
@@ -214,6 +221,12 @@ def gate(
                 f"runs are on different suite versions ({candidate.suite_version} vs "
                 f"{baseline.suite_version}); scores compare only within a version"
             )
+        for role, run in (("candidate", candidate), ("baseline", baseline)):
+            if not is_confined(run.sandbox) and not rules.allow_unconfined:
+                raise GateError(
+                    f"the {role} ran unconfined (--sandbox {run.sandbox}), so it could read "
+                    "the answers; gate confined runs (or set allow_unconfined in the rules)"
+                )
         coverage = _coverage(conn, candidate, baseline)
         _require(coverage, rules.min_coverage)
         comparison = queries.compare(conn, baseline_run_id, candidate_run_id, seed=rules.seed)

@@ -88,6 +88,19 @@ def test_two_runs_that_solve_nothing_are_inconclusive(sqlite_store: SqlStore, fi
     assert decision.comparison.second_rate.degenerate
 
 
+def test_an_unconfined_run_is_not_gated_unless_the_rules_say_so(store: SqlStore, fill: Any) -> None:
+    fill(store, "loose", BASELINE, sandbox="subprocess")
+
+    for candidate, baseline, role in (
+        ("loose", "base", "candidate"),
+        ("base", "loose", "baseline"),
+    ):
+        with pytest.raises(GateError, match=f"the {role} ran unconfined"):
+            gate(candidate, baseline, GateRules(), store)
+    allowed = gate("loose", "base", GateRules(allow_unconfined=True), store)
+    assert allowed.decision == "inconclusive"  # 40 tied tasks, as for any identical pair
+
+
 def test_a_partial_candidate_cannot_be_gated(sqlite_store: SqlStore, fill: Any) -> None:
     # the measured fault: 1 task x 1 attempt against 6 tasks x 3 epochs passed with exit 0
     full = {f"t{i}": [True, True, False] for i in range(6)}
