@@ -16,10 +16,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
 from evals import EVALS
+from evals.stats import eval_figures
 from harness.doubles import BreakingDouble, FinishAtOnceDouble, IrrelevantEditDouble
 from harness.openai_server import OpenAIServer, Responder
 
@@ -37,6 +39,8 @@ class Floor(BaseModel):
     baseline: str
     eval: str
     mean: float
+    low: float  # the interval clustered by scenario (evals.stats)
+    high: float
     attempts: int
     scored: int  # attempts that got a score (an unscored one counts 0 in `mean`)
     resolved: int
@@ -47,7 +51,7 @@ class Floor(BaseModel):
 
 
 def measure(
-    baseline: str, evals: list[str], out: Path, concurrency: int = 4, **options: object
+    baseline: str, evals: list[str], out: Path, concurrency: int = 4, **options: Any
 ) -> list[Floor]:
     """Runs one baseline over the evals' scenarios; its figures per eval."""
     from cursorbench import api
@@ -71,6 +75,7 @@ def measure(
                 **options,
             )
         )
+    figures = eval_figures(outcome.results, owner)
     floors = []
     for name in evals:
         mine = [result for result in outcome.results if owner.get(result.task_id) == name]
@@ -80,6 +85,8 @@ def measure(
                 baseline=baseline,
                 eval=name,
                 mean=round(sum(values) / len(mine), 4) if mine else 0.0,
+                low=figures[name].low if name in figures else 0.0,
+                high=figures[name].high if name in figures else 1.0,
                 attempts=len(mine),
                 scored=len(values),
                 resolved=sum(result.resolved for result in mine),
@@ -89,11 +96,15 @@ def measure(
 
 
 def table(floors: list[Floor]) -> str:
-    rows = [f"{'baseline':<12} {'eval':<22} {'mean':>6} {'scored':>7} {'resolved':>9}"]
+    rows = [
+        f"{'baseline':<12} {'eval':<22} {'mean':>6} {'95% interval':>15} "
+        f"{'scored':>7} {'resolved':>9}"
+    ]
     for floor in floors:
         mark = "" if floor.ok else "  <- above the floor"
         rows.append(
             f"{floor.baseline:<12} {floor.eval:<22} {floor.mean:>6.3f} "
+            f"  [{floor.low:.3f}, {floor.high:.3f}] "
             f"{floor.scored:>3}/{floor.attempts:<3} {floor.resolved:>5}/{floor.attempts:<3}{mark}"
         )
     return "\n".join(rows)
