@@ -189,3 +189,11 @@ def test_interruption_reverting_ones_own_edit_on_never_mind_is_right() -> None:
     kept = state({"p.py": PRICING}, {"p.py": EDITED})
     score = grade("interruption", params, kept, records(tools=tools[:1], injected_at=1))
     assert score.value == 0.0 and "never mind" in score.reasons[1]
+
+
+def test_eager_explanation_stuffed_with_every_name_scores_nothing() -> None:
+    params = {"mode": "no_edit", "mentions": ["h", "sum"], "wrong": ["format_duration"]}
+    stuffed = "UNITS _PART DurationError parse_duration format_duration h m s sum 3600 60"
+    assert grade("eager_editing", params, state({}, {}), records(stuffed)).value == 0.0
+    right = "It checks the text is only number+unit parts (h, m, s) and sums them."
+    assert grade("eager_editing", params, state({}, {}), records(right)).value == 1.0
