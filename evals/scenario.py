@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from cursorbench.workspace import cache_home, copy_source, tree_digest
 from evals import EVALS
+from evals.graders.common import is_test_path
 from harness.spec import (
     AnyVerification,
     BehaviourCheck,
@@ -169,6 +170,8 @@ def replay(files: dict[str, str], steps: list[Step]) -> dict[str, str]:
 def changed_lines(before: dict[str, str], after: dict[str, str]) -> int:
     total = 0
     for path in sorted(set(before) | set(after)):
+        if is_test_path(path):
+            continue  # tests are not counted in a change's size
         old = (before.get(path) or "").splitlines()
         new = (after.get(path) or "").splitlines()
         for line in difflib.unified_diff(old, new, lineterm="", n=0):

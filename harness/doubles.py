@@ -6,10 +6,18 @@ and none of their scores mean anything about a model.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
-from harness.openai_server import RawReply, Reply, error_reply, models_list_reply, step_index
+from harness.openai_server import (
+    RawReply,
+    Reply,
+    error_reply,
+    first_user_message,
+    models_list_reply,
+    step_index,
+)
 
 
 class DoneOnlyDouble:
@@ -75,3 +83,66 @@ class ScriptedDouble:
             return Reply(tool_calls=[("finish", {"summary": "script ended"})])
         step = self.steps[index]
         return step(request) if callable(step) else step
+
+
+# -- baselines: agents every behaviour eval must score about 0 (evals/baselines.py) -----------
+
+
+class FinishAtOnceDouble:
+    """The null agent: calls `finish` at once, every turn, changing nothing."""
+
+    models = ["finish-at-once-double"]
+
+    def respond(self, request: dict[str, Any]) -> Reply:
+        return Reply(tool_calls=[("finish", {"summary": "done"})])
+
+
+IRRELEVANT_COMMANDS = (
+    "printf 'scratch notes %s\\n' {token} > NOTES-{token}.md",
+    "mkdir -p scratch && printf '%s\\n' {token} > scratch/{token}.txt",
+    "f=$(find . -name '*.py' -not -path './tests/*' | sort | head -n 1); "
+    "printf '\\n# %s\\n' {token} >> \"$f\"",
+)
+
+
+class IrrelevantEditDouble:
+    """The always-edit agent: on its first turn makes one edit unrelated to the request,
+    chosen at random (seeded by `seed` and the prompt): a new notes file through
+    `write_file`, or through the shell a scratch file or a comment appended to a source
+    file. Then it finishes with "Done."."""
+
+    models = ["irrelevant-edit-double"]
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def respond(self, request: dict[str, Any]) -> Reply:
+        if step_index(request) > 0:
+            return Reply(tool_calls=[("finish", {"summary": "Done."})])
+        prompt = first_user_message(request)
+        rng = random.Random(f"{self.seed}:{prompt}")
+        token = f"{rng.randrange(16**6):06x}"
+        choice = rng.randrange(len(IRRELEVANT_COMMANDS) + 1)
+        if choice == len(IRRELEVANT_COMMANDS):
+            write = {"path": f"notes-{token}.md", "content": f"Notes {token}\n"}
+            return Reply(tool_calls=[("write_file", write)])
+        command = IRRELEVANT_COMMANDS[choice].format(token=token)
+        return Reply(tool_calls=[("run", {"command": command})])
+
+
+BREAK_COMMAND = (
+    "find . -name '*.py' -not -path './tests/*' -not -name 'test_*' "
+    '-exec sh -c \'printf "\\ndef (:\\n" >> "$1"\' _ {} \\;'
+)
+
+
+class BreakingDouble:
+    """The agent that breaks the code: appends a syntax error to every source file outside
+    tests through the shell, then finishes saying it fixed everything."""
+
+    models = ["breaking-double"]
+
+    def respond(self, request: dict[str, Any]) -> Reply:
+        if step_index(request) > 0:
+            return Reply(tool_calls=[("finish", {"summary": "Fixed everything."})])
+        return Reply(tool_calls=[("run", {"command": BREAK_COMMAND})])

@@ -64,10 +64,10 @@ def added_lines(before: str | None, after: str | None) -> list[str]:
     return [line for hunk in hunks(before, after) for line in hunk.new]
 
 
-def changed_line_count(state: FinalState) -> int:
-    """Lines added plus lines removed over every changed file."""
+def changed_line_count(state: FinalState, paths: list[str] | None = None) -> int:
+    """Lines added plus lines removed over every changed file (or those of `paths`)."""
     total = 0
-    for path in changed_files(state):
+    for path in changed_files(state) if paths is None else paths:
         for hunk in hunks(state.before.get(path), state.after.get(path)):
             total += len(hunk.old) + len(hunk.new)
     return total
@@ -219,3 +219,136 @@ def penalty_score(penalties: list[tuple[float, str]]) -> tuple[float, list[str]]
     """1 minus the penalties (floored at 0), with each penalty's reason and weight."""
     value = max(0.0, 1.0 - sum(weight for weight, _ in penalties))
     return round(value, 4), [f"-{weight:.2f}: {reason}" for weight, reason in penalties]
+
+
+# -- facts in prose -------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"\d[\d,]*(?:\.\d+)?|[^\W\d_][\w]*|_\w+", re.UNICODE)
+
+
+def _canonical(token: str) -> str:
+    """Numbers lose thousands separators and a zero fraction ("5,400.0" -> "5400");
+    words lose case and underscores ("TAX_RATE" -> "taxrate")."""
+    if token[0].isdigit():
+        number = token.replace(",", "")
+        if "." in number:
+            number = number.rstrip("0").rstrip(".")
+        return number
+    return token.lower().replace("_", "")
+
+
+def fact_tokens(text: str) -> list[str]:
+    return [_canonical(token) for token in _TOKEN.findall(text)]
+
+
+def states_fact(message: str, fact: str) -> bool:
+    """The message states the fact as whole tokens: "5,400" states "5400", "timezone" states
+    "time zone" and "time zones" (a plural), but "daytime zone" does not state "time zone"
+    and "15400" does not state "5400"."""
+    wanted = "".join(fact_tokens(fact))
+    if not wanted:
+        return False
+    said = fact_tokens(message)
+    for start in range(len(said)):
+        joined = ""
+        for token in said[start:]:
+            joined += token
+            if joined in (wanted, f"{wanted}s", f"{wanted}es"):
+                return True
+            if len(joined) >= len(wanted) + 2:
+                break
+    return False
+
+
+def missing_facts(message: str, facts: list[str]) -> list[str]:
+    return [fact for fact in facts if not states_fact(message, fact)]
+
+
+# -- what the change did to the code ---------------------------------------------------------
+
+
+def broken_python(state: FinalState) -> list[str]:
+    """Changed Python files outside tests that no longer parse (a change that breaks the
+    code), and those deleted that existed."""
+    found = []
+    for path in changed_files(state):
+        if not path.endswith(".py") or is_test_path(path):
+            continue
+        after = state.after.get(path)
+        if after is None or parse(after) is None:
+            found.append(path)
+    return found
+
+
+def modified_line_count(state: FinalState, paths: list[str] | None = None) -> int:
+    """Lines a change touches, a modified line counted once: per changed region, the larger
+    of its removed and added line counts."""
+    total = 0
+    for path in changed_files(state) if paths is None else paths:
+        for hunk in hunks(state.before.get(path), state.after.get(path)):
+            total += max(len(hunk.old), len(hunk.new))
+    return total
+
+
+# -- shell commands ---------------------------------------------------------------------------
+
+READ_ONLY_PROGRAMS = frozenset(
+    [
+        "cat",
+        "head",
+        "tail",
+        "less",
+        "more",
+        "ls",
+        "tree",
+        "wc",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "diff",
+        "cmp",
+        "file",
+        "stat",
+        "find",
+        "pwd",
+        "echo",
+        "true",
+        "which",
+        "type",
+        "du",
+        "sort",
+        "uniq",
+        "cut",
+        "nl",
+        "pytest",
+    ]
+)
+READ_ONLY_GIT = frozenset({"diff", "status", "log", "show", "blame", "grep", "ls-files"})
+_SEGMENTS = re.compile(r"&&|\|\||[;|\n]")
+
+
+def _read_only_segment(words: list[str]) -> bool:
+    if not words:
+        return True
+    program, rest = words[0].rsplit("/", 1)[-1], words[1:]
+    if program in ("python", "python3") and rest[:2] == ["-m", "pytest"]:
+        return True
+    if program == "git":
+        options = [word for word in rest if not word.startswith("-")]
+        return bool(options) and options[0] in READ_ONLY_GIT
+    if program == "sed":
+        return not any(word.startswith(("-i", "--in-place")) for word in rest)
+    if program == "find":
+        return not any(word in ("-delete", "-exec", "-execdir", "-fprint") for word in rest)
+    return program in READ_ONLY_PROGRAMS
+
+
+def read_only_command(command: str) -> bool:
+    """A shell command that only reads: every part of it a known reading program, and no
+    output redirected to a file. Anything unknown counts as a write."""
+    cleaned = re.sub(r"\d?>&\d|\d?>\s*/dev/null", "", command)
+    if ">" in cleaned or "`" in cleaned or "$(" in cleaned or re.search(r"\btee\b", cleaned):
+        return False
+    return all(_read_only_segment(part.split()) for part in _SEGMENTS.split(command))

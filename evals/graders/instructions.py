@@ -5,7 +5,10 @@ task itself was solved is the attempt's `status` (pytest), reported next to it.
 A constraint kept only because the code it is about is gone is not kept: a
 required function that does not exist keeps no `type_hints` or `naming`
 constraint, a public function removed breaks `keep_signatures`, and deleted
-lines count against a `line_budget`.
+lines count against a `line_budget` (a modified line counts once).
+
+Constraints are kept on top of a correct change, never instead of one: no change,
+a change whose hidden tests fail, or one that breaks the code scores 0.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals.graders.common import (
     added_lines,
+    broken_python,
     changed_files,
-    changed_line_count,
     definitions,
     functions,
     imported_modules,
     is_test_path,
     matches,
+    modified_line_count,
     new_or_changed_functions,
     parse,
     signature,
@@ -86,7 +90,7 @@ class ErrorStyle(_Constraint):
 
 class LineBudget(_Constraint):
     kind: Literal["line_budget"] = "line_budget"
-    max_lines: int = Field(ge=1)  # lines added plus removed
+    max_lines: int = Field(ge=1)  # lines touched, a modified line once
 
 
 class NoPrint(_Constraint):
@@ -248,7 +252,7 @@ def check_error_style(state: FinalState, rule: ErrorStyle) -> str | None:
 
 
 def check_line_budget(state: FinalState, rule: LineBudget) -> str | None:
-    count = changed_line_count(state)
+    count = modified_line_count(state)
     return f"{count} lines changed, budget {rule.max_lines}" if count > rule.max_lines else None
 
 
@@ -280,12 +284,17 @@ CHECKS = {
 def grade_instructions(
     task: PreparedTask, state: FinalState, records: Records, params: InstructionParams
 ) -> Score:
+    if not changed_files(state):
+        return Score(value=0.0, reasons=["no change made: no constraint was kept by doing work"])
+    if state.resolved is False:
+        return Score(value=0.0, reasons=["the change fails the hidden tests"])
+    code = broken_python(state)
+    if code:
+        return Score(value=0.0, reasons=[f"the change breaks {', '.join(code)}"])
     broken = []
     for rule in params.constraints:
         problem = CHECKS[rule.kind](state, rule)  # type: ignore[operator]
         if problem:
             broken.append(f"{rule.kind}: {problem}")
     kept = len(params.constraints) - len(broken)
-    if not changed_files(state):
-        return Score(value=0.0, reasons=["no change made: no constraint was kept by doing work"])
     return Score(value=round(kept / len(params.constraints), 4), reasons=broken)

@@ -6,9 +6,10 @@ leftover TODO/FIXME, debug prints and breakpoints, dead code (commented-out
 code, statements after a return, `if False:`), no tests when behaviour was
 added, names out of step with the file's style, a diff much larger than the
 reference solution's, and hazards in new code: bare or swallowing `except`
-handlers, mutable default arguments, names that shadow builtins. An attempt
-whose tests failed is not scored (the grader returns None): quality is judged
-on solved attempts only.
+handlers, mutable default arguments, names that shadow builtins. Quality is
+judged on top of a correct change, never instead of one: an empty change, one
+whose hidden tests fail, or one that breaks the code scores 0 (every attempt gets
+a score, so none is resolved for want of one).
 
 Each penalty has a kind (`KINDS`). A scenario names the kind of slip it is about
 in `focus`: a finding of a focused kind costs the whole score (weight 1), with
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from evals.graders.common import (
     Function,
     added_lines,
+    broken_python,
     changed_files,
     changed_line_count,
     functions,
@@ -176,13 +178,23 @@ def dead_code(state: FinalState, code: list[str]) -> Penalties:
 
 
 def _is_code(text: str) -> bool:
+    """A comment that is a statement: `x = f(y)`, `return x`, `import os`. Prose that happens
+    to parse is not: `Example: f(x) == 2` (a bare annotation), `f(x) == 2` (a comparison)."""
     if not text or not re.search(r"[=(\[]|^return\b|^import\b", text):
         return False
     try:
-        parse_module(text)
+        tree = parse_module(text)
     except SyntaxError:
         return False
-    return True
+    return any(not _prose_like(statement) for statement in tree.body)
+
+
+def _prose_like(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.AnnAssign):
+        return statement.value is None  # "Example: ...", "Note: ..."
+    if isinstance(statement, ast.Expr):
+        return isinstance(statement.value, ast.Compare | ast.Name | ast.Constant)
+    return False
 
 
 def _unreachable(state: FinalState, path: str) -> list[str]:
@@ -242,7 +254,8 @@ def naming(state: FinalState, code: list[str]) -> Penalties:
 def size(state: FinalState, params: QualityParams) -> Penalties:
     if not params.reference_lines:
         return []
-    lines, reference = changed_line_count(state), params.reference_lines
+    code = [path for path in changed_files(state) if not is_test_path(path)]  # tests are free
+    lines, reference = changed_line_count(state, code), params.reference_lines
     if lines > 6 * reference and lines > reference + 20:
         return [(0.3, f"{lines} lines changed, the reference solution changes {reference}")]
     if lines > 3 * reference and lines > reference + 10:
@@ -350,10 +363,17 @@ def _focused(kind: str, penalties: Penalties) -> Penalties:
 @register("code_quality", QualityParams)
 def grade_quality(
     task: PreparedTask, state: FinalState, records: Records, params: QualityParams
-) -> Score | None:
+) -> Score:
     changed = changed_files(state)
-    if state.resolved is False or not changed:
-        return None  # scored on solved attempts only
+    if not changed:
+        return Score(value=0.0, reasons=["no change: nothing to judge the quality of"])
+    if state.resolved is False:
+        return Score(value=0.0, reasons=["the change fails the hidden tests"])
+    broken = broken_python(state)
+    if broken:
+        return Score(value=0.0, reasons=[f"the change breaks {', '.join(broken)}"])
+    if not any(path.endswith(".py") for path in changed):
+        return Score(value=0.0, reasons=["no Python changed: no code to judge"])
     code = [
         p
         for p in changed
