@@ -23,6 +23,7 @@ from harness.sandbox import ResourceLimitExceeded, Sandbox
 from harness.spec import Interruption, Limits
 from harness.tools import (
     EDIT_TOOLS,
+    READ_ONLY_TOOLS,
     MalformedCall,
     Submitted,
     ToolContext,
@@ -136,7 +137,10 @@ def run_agent(
             ended = not reply.tool_calls and not truncated
             if ended and not pending:
                 raise Submitted(reply.content or "")
-            calls = _Calls(context, outcome, trajectory, max_tool_calls_per_reply, bool(pending))
+            watch = any(item.after_first_edit for item in pending)
+            calls = _Calls(
+                context, outcome, trajectory, max_tool_calls_per_reply, bool(pending), watch
+            )
             if reply.tool_calls:
                 all_malformed = calls.run(reply.tool_calls, messages, max_tool_calls)
                 malformed = malformed + 1 if all_malformed else 0
@@ -195,7 +199,11 @@ class _Calls:
     trajectory: Trajectory
     per_reply: int
     defer_finish: bool = False
-    edited: bool = False  # a write_file or edit_file call succeeded
+    # While an interruption waits for the first edit, any other tool's call (a shell command
+    # that writes, say) is followed by a look at the workspace: an edit is a change that
+    # appeared, however it was made.
+    watch_changes: bool = False
+    edited: bool = False  # a file in the workspace changed (an edit tool, or a command)
     finish_deferred: bool = False
 
     def run(self, calls: list[ToolCall], messages: list[dict], per_attempt: int) -> bool:
@@ -226,6 +234,8 @@ class _Calls:
             return FINISH_DEFERRED, False
         if call.name in EDIT_TOOLS and not text.startswith("error: "):
             self.edited = True
+        elif self.watch_changes and not self.edited and call.name not in READ_ONLY_TOOLS:
+            self.edited = bool(self.context.sandbox.diff())
         return text, malformed
 
     def _skip(self, call: ToolCall, made: int) -> str:

@@ -199,6 +199,7 @@ TOOLS: dict[str, Tool] = {
 
 
 EDIT_TOOLS = frozenset({"write_file", "edit_file"})  # tools that change a file when they succeed
+READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "search", "finish"})  # change nothing
 
 
 @functools.cache

@@ -58,11 +58,14 @@ class BehaviourVerification(Frozen):
 
 
 def low_scores(check: BehaviourVerification, scores: dict[str, Score]) -> list[str]:
-    """The checks scored below their threshold, one line each (none: resolved)."""
+    """The checks scored below their threshold, one line each (none: resolved). A check
+    with no score fails: an attempt nothing could be measured on is never resolved."""
     return [
-        f"{item.score_key} {scores[item.score_key].value:.2f} < {item.threshold}"
+        f"{item.score_key} not scored"
+        if item.score_key not in scores
+        else f"{item.score_key} {scores[item.score_key].value:.2f} < {item.threshold}"
         for item in check.checks
-        if item.score_key in scores and scores[item.score_key].value < item.threshold
+        if item.score_key not in scores or scores[item.score_key].value < item.threshold
     ]
 
 

@@ -474,6 +474,20 @@ def test_message_injected_right_after_the_first_edit(agent: Any, sandbox: Sandbo
     assert sandbox.read("app.py") == "VALUE = 2\n"
 
 
+def test_an_edit_made_by_a_command_also_brings_the_message(agent: Any, sandbox: Sandbox) -> None:
+    from harness.spec import Interruption
+
+    shell_edit = Reply(tool_calls=[("run", {"command": "echo 'VALUE = 3' > app.py"})])
+    read_only = Reply(tool_calls=[("run", {"command": "cat app.py; git status"})])
+    responder = Recording([read_only, shell_edit, FINISH])
+    _outcome, records = agent(
+        responder, interruptions=[Interruption(message="stop", after_first_edit=True)]
+    )
+    [message] = injected(records)
+    assert message["turn"] == 2  # not after the command that changed nothing
+    assert responder.requests[2]["messages"][-1]["content"] == "stop"
+
+
 def test_an_agent_that_ends_early_still_gets_the_message(agent: Any) -> None:
     from harness.spec import Interruption
 
