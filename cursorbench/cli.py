@@ -321,6 +321,8 @@ def tasks_validate(
     import datetime as dt
     import time
 
+    from rich.markup import escape
+
     from cursorbench.checks import validate_full
     from cursorbench.loader import tasks_from_options_reporting
     from cursorbench.stats import write_validation_report
@@ -354,7 +356,7 @@ def tasks_validate(
             lines = [f"internal error: {type(error).__name__}: {error}"]
         invalid += bool(lines)
         mark = "[red]INVALID[/]" if lines else "[green]ok[/]"
-        console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in lines))
+        console.print(f"{mark} {task.id}" + "".join(f"\n    {escape(line)}" for line in lines))
     if report is not None:
         write_validation_report(report, records, started, time.monotonic() - clock)
         console.print(f"report: {report / 'VALIDATION.md'}")
@@ -386,6 +388,8 @@ def tasks_health(
     another time zone; report every task whose verdict changed since its validation, with
     the tests responsible. Exit status 1 if any changed."""
     import tempfile
+
+    from rich.markup import escape
 
     from cursorbench.health import AS_IS, check_task, write_health_report
     from cursorbench.loader import tasks_from_options_reporting
@@ -428,9 +432,9 @@ def tasks_health(
             )  # fmt: skip
         checks.append(health)
         mark = "[red]CHANGED[/]" if health.changed else "[green]ok[/]"
-        console.print(
-            f"{mark} {task.id} ({perturbation.describe()})"
-            + "".join(f"\n    {line}" for line in health.lines())
+        console.print(  # test ids hold brackets, which rich would take for markup
+            f"{mark} {task.id} ({escape(perturbation.describe())})"
+            + "".join(f"\n    {escape(line)}" for line in health.lines())
         )
         if report is not None:
             write_health_report(report, [health])

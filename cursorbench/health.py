@@ -30,7 +30,7 @@ from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox.protocol import SandboxBackend
 
-AS_IS = Perturbation(name="as-is")
+AS_IS = Perturbation(name="today")
 MAX_TESTS_SHOWN = 20
 
 
@@ -69,7 +69,8 @@ class TaskHealth(BaseModel):
                 continue
             was = "resolved" if verdict.expected else "did not resolve"
             now = "resolves" if verdict.resolved else "does not resolve"
-            out.append(f"{verdict.who}: {was} at validation, {now} now ({verdict.error or ''})")
+            why = f" ({verdict.error})" if verdict.error else ""
+            out.append(f"{verdict.who}: {was} at validation, {now} now{why}")
             out += [f"  {test} {outcome}" for test, outcome in verdict.tests.items()]
         return out
 
