@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.checks import network_problem, stub_changes, validate_full
+from cursorbench.checks import hidden_only_args, network_problem, stub_changes, validate_full
 from cursorbench.loader import load_tasks
 from cursorbench.suites import suite_path
 from cursorbench.testruns import SuiteRun
@@ -133,3 +133,11 @@ def test_the_stub_stubs_code_and_leaves_configuration_as_it_was(tmp_path: Path) 
     stub = stub_changes(built)
     assert "Makefile" not in stub
     assert "raise NotImplementedError" in str(stub["pkg/core.py"])
+
+
+def test_coverage_runs_the_hidden_files_with_the_tasks_own_options() -> None:
+    args = ["tests", "-p", "pytest_mock", "-k", "not slow", "--ignore=tests/x", "--doctest-modules"]
+    assert hidden_only_args(args, ["tests/test_a.py", "pkg/mod.py"]) == [
+        "-p", "pytest_mock", "-k", "not slow", "--ignore=tests/x", "--doctest-modules",
+        "tests/test_a.py", "pkg/mod.py",
+    ]  # fmt: skip
