@@ -53,6 +53,7 @@ from pydantic import BaseModel, Field
 
 from cursorbench import answer, leaks
 from cursorbench.perturb import (
+    PERTURB_VERSION,
     VALIDATION_PERTURBATIONS,
     Perturbation,
     PerturbationUnavailable,
@@ -263,7 +264,8 @@ def perturbed_runs(
         if why is not None:
             problems.append(f"perturbation not applied: {why}")
             continue
-        key = _runs_key(BUILDER_VERSION, perturbation.model_dump(), digest, test_args)
+        how = [PERTURB_VERSION, perturbation.model_dump()]
+        key = _runs_key(BUILDER_VERSION, how, digest, test_args)
         cached = cache_home() / "perturbed" / f"{key}.json"
         found = _load_runs(cached)
         if found is None:

@@ -6,7 +6,7 @@ backend so that every command run through it (the suite runs of validation, and 
 grading runs of `tasks health`) runs under them, inside the sandbox:
 
 - clock: libfaketime (Debian's `faketime`) preloaded into the command, `FAKETIME`
-  a relative offset (`+1d`, `+31d`, `+1y`); monotonic clocks are left alone;
+  a relative offset (`+1d`, `+31d`, `+1y`), monotonic clocks shifted alike;
 - tz, locale, hash seed: `TZ`, `LC_ALL`/`LANG`, `PYTHONHASHSEED`;
 - order and load: a tiny pytest plugin (`-p cursorbench_perturb`, from a folder laid
   over the workspace) reverses or shuffles the collected items (modules, then the items
@@ -14,7 +14,8 @@ grading runs of `tasks health`) runs under them, inside the sandbox:
 
 `probe` checks inside the sandbox that a perturbation took effect (a libfaketime
 that is missing, or a time zone the sandbox lacks, would otherwise change nothing
-silently); `compare` turns pristine and perturbed runs into the per-test flake record.
+silently) and that sleeping and waiting still work under it; `compare` turns
+pristine and perturbed runs into the per-test flake record.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from harness.sandbox.bubblewrap import with_sandbox_python
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import Sandbox, SandboxBackend
 
+PERTURB_VERSION = "2"  # of how a perturbation is applied (part of the cached runs' key)
 PLUGIN_DIR = ".cursorbench-perturb"
 PLUGIN = "cursorbench_perturb"
 FAKETIME_LIBS = (
@@ -91,7 +93,9 @@ def pytest_collection_modifyitems(session, config, items):
 '''
 
 _PROBE_SCRIPT = """
-import json, locale, os, time
+import json, locale, os, subprocess, sys, time
+time.sleep(0.01)  # sleeping and waiting must work under the shifted clock
+subprocess.run([sys.executable, "-c", "pass"], timeout=60, check=True)
 try:
     locale.setlocale(locale.LC_ALL, "")
     loc = locale.setlocale(locale.LC_ALL)
@@ -134,11 +138,9 @@ class Perturbation(BaseModel):
     def env(self) -> dict[str, str]:
         values: dict[str, str] = {}
         if self.clock:
-            values |= {
-                "LD_PRELOAD": faketime_library(),
-                "FAKETIME": self.clock,
-                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
-            }
+            # Monotonic clocks shift too: with FAKETIME_DONT_FAKE_MONOTONIC, libfaketime
+            # turns CPython's absolute monotonic sleeps into EINVAL (time.sleep fails).
+            values |= {"LD_PRELOAD": faketime_library(), "FAKETIME": self.clock}
         if self.tz:
             values["TZ"] = self.tz
         if self.locale:
