@@ -19,7 +19,8 @@
    resolves; the untouched workspace and a stub raising `NotImplementedError`
    (`answer.stub_tree`) do not.
 4. Coverage: the share of the removed executable lines that the hidden tests alone
-   execute on the reference solution (measured with `coverage` inside the sandbox).
+   execute on the reference solution (measured with `coverage` inside the sandbox); for
+   a `rewrite` (nothing deleted: refactor, migration, optimize) the whole suite's.
 5. Leaks: the build's leak scan again (the environment may have changed since the
    build), the package not importable without the workspace, and imported from it.
 
@@ -562,9 +563,23 @@ def _python_lines_removed(built: BuiltTask) -> bool:
     return any(path.endswith(".py") for path in answer.removed_lines(built))
 
 
+def coverage_args(built: BuiltTask) -> list[str] | None:
+    """The tests whose coverage counts. For a feature deletion the hidden tests alone: a
+    visible test that happens to run the feature does not show the hidden tests test it.
+    For a rewrite (refactor, migration, optimize: the original is the target and nothing
+    is deleted) the whole suite: its tests guard the behaviour, while the hidden tests
+    check the shape of the rewrite and need not run it."""
+    test_args = listed_tests(built).test_args
+    if built.task.mutation.kind == "rewrite":
+        return list(test_args)
+    check = built.task.verification
+    hidden = sorted(f for f in kind_of(check).failing_by_design(check) if f.endswith(".py"))
+    return hidden_only_args(test_args, hidden) if hidden else None
+
+
 def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> float | None:
-    """Share of the removed executable lines the hidden tests alone execute on the
-    reference (a visible test that happens to run the feature does not count)."""
+    """Share of the removed executable lines that the tests of `coverage_args` execute on
+    the reference."""
     removed = {p: sorted(lines) for p, lines in answer.removed_lines(built).items()}
     removed = {p: lines for p, lines in removed.items() if p.endswith(".py")}
     if not removed:
@@ -579,11 +594,9 @@ def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -
     try:
         sandbox.apply_patch(built.reference_patch)
         config = pytest_config(built.workspace) or ""
-        check = built.task.verification
-        hidden = sorted(f for f in kind_of(check).failing_by_design(check) if f.endswith(".py"))
-        if not hidden:
+        args = coverage_args(built)
+        if args is None:
             return None
-        args = [*hidden_only_args(listed_tests(built).test_args, hidden)]
         args += ["-q", "-p", "no:cacheprovider"]
         args += ["-o", "addopts=", "--continue-on-collection-errors", f"--rootdir={sandbox.root}"]
         args += ["-c", f"{sandbox.root}/{config}"] if config else []
