@@ -118,7 +118,9 @@ def write_validation_report(
     lines = [
         "# Validation report",
         "",
-        f"{when}{ok} of {len(records)} tasks valid.",
+        f"{when}{ok} of {len(records)} tasks valid; "
+        f"{sum(bool(r.perturbations) for r in records)} with perturbed runs (rows marked "
+        "`unperturbed` were validated before they existed, or list no tests).",
         "",
         "Each task: the pristine tree's tests run 3 times and once under each perturbation "
         "(clock +1 day / +31 days / +366 days, TZ Pacific/Kiritimati and America/Adak, "
