@@ -1,18 +1,26 @@
 """Full task validation, the issue's five steps, for a built task; publish only what passes.
 
 1. Pristine tree (the original, hidden tests included): the test suite runs
-   `PRISTINE_RUNS` times in the sandbox; only tests that pass every time count. Tests
-   failing there with network errors (the sandbox has no network) refuse the task:
-   "tests need the network".
+   `PRISTINE_RUNS` times in the sandbox, then once under each perturbation of
+   `perturb.VALIDATION_PERTURBATIONS` (clock a day, a month and a year ahead, far time
+   zones, another locale, fixed hash seeds, reversed and shuffled order, a loaded CPU).
+   Only tests that pass in every run count (stable); every other test that passed
+   somewhere is in the flake record (`dropped`, test id -> reason), e.g. a parametrize
+   id that embeds today's date. The runs are cached by the tree's digest and the test
+   arguments, so the tasks of one package share them. Tests failing there with network
+   errors (the sandbox has no network) refuse the task: "tests need the network".
 2. Broken tree (the workspace with the hidden tests laid over it): FAIL_TO_PASS =
-   stable tests that now fail or are missing (a module that no longer collects);
-   at least `MIN_FAIL_TO_PASS`; a breakage that spills into many tests outside the
-   hidden files is rejected; PASS_TO_PASS = the other stable tests.
+   stable tests *inside the hidden files* that now fail or are missing; at least
+   `MIN_FAIL_TO_PASS`. Stable tests outside the hidden files that fail are named
+   (`visible_failing`), never graded; more than min(`MAX_SPILL`, `MAX_SPILL_SHARE`) of
+   the visible stable tests refuses the task (the deletion breaks more than its
+   feature). PASS_TO_PASS = the stable tests that still pass.
 3. Grading as an attempt is graded (canaries included): the reference solution
    resolves; the untouched workspace and a stub raising `NotImplementedError`
    (`answer.stub_tree`) do not.
-4. Coverage: the share of the removed executable lines the hidden tests execute on
-   the reference solution (measured with `coverage` inside the sandbox).
+4. Coverage: the share of the removed executable lines that the hidden tests alone
+   execute on the reference solution (measured with `coverage` inside the sandbox); for
+   a `rewrite` (nothing deleted: refactor, migration, optimize) the whole suite's.
 5. Leaks: the build's leak scan again (the environment may have changed since the
    build), the package not importable without the workspace, and imported from it.
 
@@ -22,23 +30,38 @@ Tasks graded without FAIL_TO_PASS lists (`mutants`, `answer`) skip steps 1, 2 an
 their reference (for `answer`, the file made from the facts) must resolve twice, the
 untouched workspace and the stub must not (`graded_only_problems`); for `mutants`,
 every mutant must be killed by the reference tests. A `docs` task's doctest items
-may fail on the broken tree without counting as spill, and its removed lines are
-docstrings, which coverage does not count.
+count as inside the hidden files, and its removed lines are docstrings, which
+coverage does not count.
+
+A new check joins by a function `(built, sandboxes, scratch, record) -> problems`
+in `EXTRA_CHECKS` (run after grading, for tasks that list tests).
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import hashlib
 import json
 import shlex
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from cursorbench import answer, leaks
+from cursorbench.perturb import (
+    PERTURB_VERSION,
+    VALIDATION_PERTURBATIONS,
+    Perturbation,
+    PerturbationUnavailable,
+    PerturbedBackend,
+    compare,
+    probe,
+)
 from cursorbench.task import PackageSource
 from cursorbench.testruns import SuiteRun, run_suite
 from cursorbench.workspace import (
@@ -57,6 +80,7 @@ from harness.sandbox.protocol import SandboxBackend
 from harness.spec import Verification
 
 PRISTINE_RUNS = 3
+RUNS_VERSION = "2"  # of the cached pristine, perturbed and broken runs
 MIN_FAIL_TO_PASS = 5
 MAX_SPILL_SHARE = 0.10  # of the stable tests outside the hidden files
 MAX_SPILL = 25
@@ -91,6 +115,12 @@ class TaskValidation(BaseModel):
     stub_fail_to_pass_passed: int = 0
     test_runtime_s: float = 0.0
     duration_s: float = 0.0
+    # When the checks ran (ISO, UTC); the perturbations they ran under; the flake record
+    # (test id -> why it is in neither list); visible tests the broken tree fails.
+    checked_at: str | None = None
+    perturbations: list[str] = Field(default_factory=list)
+    dropped: dict[str, str] = Field(default_factory=dict)
+    visible_failing: list[str] = Field(default_factory=list)
 
 
 class Derived(BaseModel):
@@ -100,6 +130,8 @@ class Derived(BaseModel):
     stable: int
     problems: list[str]
     runtime_s: float
+    dropped: dict[str, str] = Field(default_factory=dict)
+    perturbations: list[str] = Field(default_factory=list)
 
 
 def listed_tests(built: BuiltTask) -> Verification:
@@ -149,57 +181,133 @@ def network_problem(runs: list[SuiteRun]) -> str | None:
     )
 
 
-def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> list[SuiteRun]:
-    """The original tree's runs, cached per source and test arguments (tasks of one
-    package share them)."""
-    task = built.task
-    test_args = listed_tests(built).test_args
-    key = hashlib.sha256(
-        json.dumps(
-            [
-                BUILDER_VERSION,
-                PRISTINE_RUNS,
-                tree_digest(built.original),
-                test_args,
-            ]
-        ).encode()
-    ).hexdigest()[:24]
-    cached = cache_home() / "pristine" / f"{key}.json"
-    if cached.is_file():
-        stored = json.loads(cached.read_text())
-        return [
-            SuiteRun(
-                {k: TestOutcome(v) for k, v in run["outcomes"].items()},
-                run["duration_s"],
-                output=run.get("network", ""),
-            )
-            for run in stored
-        ]
-    runs = [
-        run_suite(
-            sandboxes,
-            built.original,
-            scratch / "pristine",
-            test_args,
-            task.limits.test_timeout_s,
+def _runs_key(*parts: object) -> str:
+    return hashlib.sha256(json.dumps([RUNS_VERSION, *parts]).encode()).hexdigest()[:24]
+
+
+def _load_runs(path: Path) -> list[SuiteRun] | None:
+    if not path.is_file():
+        return None
+    stored = json.loads(path.read_text())
+    return [
+        SuiteRun(
+            {k: TestOutcome(v) for k, v in run["outcomes"].items()},
+            run["duration_s"],
+            output=run.get("network", ""),
         )
-        for _ in range(PRISTINE_RUNS)
+        for run in stored
     ]
-    if all(run.outcomes and not run.timed_out for run in runs):
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        data = [
-            {
-                "outcomes": run.outcomes,
-                "duration_s": run.duration_s,
-                "network": network_signature(run.output),
-            }
-            for run in runs
+
+
+def _store_runs(path: Path, runs: list[SuiteRun]) -> None:
+    """Cached only when every run finished and reported (a timeout is retried next time)."""
+    if not all(run.outcomes and not run.timed_out for run in runs):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = [
+        {
+            "outcomes": run.outcomes,
+            "duration_s": run.duration_s,
+            "network": network_signature(run.output),
+        }
+        for run in runs
+    ]
+    staging = path.with_suffix(f".{time.monotonic_ns()}.tmp")
+    staging.write_text(json.dumps(data))
+    staging.replace(path)
+
+
+def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> list[SuiteRun]:
+    """The original tree's runs, cached per tree and test arguments (tasks of one package
+    share them)."""
+    test_args = listed_tests(built).test_args
+    key = _runs_key(BUILDER_VERSION, PRISTINE_RUNS, tree_digest(built.original), test_args)
+    cached = cache_home() / "pristine" / f"{key}.json"
+    runs = _load_runs(cached)
+    if runs is None:
+        timeout = built.task.limits.test_timeout_s
+        runs = [
+            run_suite(sandboxes, built.original, scratch / "pristine", test_args, timeout)
+            for _ in range(PRISTINE_RUNS)
         ]
-        cached.write_text(json.dumps(data))
+        _store_runs(cached, runs)
     return runs
 
 
-def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Derived:
+@functools.cache
+def _probed(backend: str, perturbation: Perturbation) -> str | None:
+    """Why `perturbation` cannot be applied on this backend, or None (probed once)."""
+    sandboxes = open_backend(backend, SandboxSettings())
+    folder = cache_home() / "validate"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        try:
+            probe(sandboxes, perturbation, Path(scratch))
+        except PerturbationUnavailable as error:
+            return str(error)
+    return None
+
+
+def perturbed_runs(
+    built: BuiltTask,
+    sandboxes: SandboxBackend,
+    scratch: Path,
+    perturbations: tuple[Perturbation, ...] = VALIDATION_PERTURBATIONS,
+) -> tuple[dict[str, SuiteRun], list[str]]:
+    """The original tree's run under each perturbation (cached like `pristine_runs`), by
+    the perturbation's description, and the problems of those that could not run."""
+    test_args = listed_tests(built).test_args
+    digest = tree_digest(built.original)
+    runs: dict[str, SuiteRun] = {}
+    problems: list[str] = []
+    for perturbation in perturbations:
+        label = perturbation.describe()
+        why = _probed(sandboxes.name, perturbation)
+        if why is not None:
+            problems.append(f"perturbation not applied: {why}")
+            continue
+        how = [PERTURB_VERSION, perturbation.model_dump()]
+        key = _runs_key(BUILDER_VERSION, how, digest, test_args)
+        cached = cache_home() / "perturbed" / f"{key}.json"
+        found = _load_runs(cached)
+        if found is None:
+            found = [
+                run_suite(
+                    PerturbedBackend(sandboxes, perturbation),
+                    built.original,
+                    scratch / "perturbed",
+                    test_args,
+                    built.task.limits.test_timeout_s,
+                )
+            ]
+            _store_runs(cached, found)
+        if found[0].timed_out:
+            problems.append(f"the pristine tree's tests ran past the time limit under {label}")
+        runs[label] = found[0]
+    return runs, problems
+
+
+def broken_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> SuiteRun:
+    """The workspace with the hidden tests laid over it, cached by both trees' digests."""
+    test_args = listed_tests(built).test_args
+    key = _runs_key(
+        BUILDER_VERSION, tree_digest(built.workspace), tree_digest(built.hidden), test_args
+    )
+    cached = cache_home() / "broken" / f"{key}.json"
+    found = _load_runs(cached)
+    if found is not None:
+        return found[0]
+    run = run_suite(
+        sandboxes, built.workspace, scratch / "broken", test_args,
+        built.task.limits.test_timeout_s, overlay=built.hidden,
+    )  # fmt: skip
+    _store_runs(cached, [run])
+    return run
+
+
+def derive_tests(
+    built: BuiltTask, sandboxes: SandboxBackend, scratch: Path, perturb: bool = True
+) -> Derived:
     task = built.task
     check = task.verification
     tests = kind_of(check).listed_tests(check)
@@ -219,24 +327,27 @@ def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> 
     needs_network = network_problem(runs)
     if needs_network:
         problems.append(needs_network)
-    stable = sorted(
-        test
-        for test, outcome in runs[0].outcomes.items()
-        if all(run.outcomes.get(test) is TestOutcome.PASSED for run in runs)
+    perturbed: dict[str, SuiteRun] = {}
+    if perturb:
+        perturbed, not_applied = perturbed_runs(built, sandboxes, scratch)
+        problems += not_applied
+    stable, dropped = compare(
+        [run.outcomes for run in runs], {label: run.outcomes for label, run in perturbed.items()}
     )
-    broken = run_suite(
-        sandboxes, built.workspace, scratch / "broken", tests.test_args,
-        task.limits.test_timeout_s, overlay=built.hidden,
-    )  # fmt: skip
+    broken = broken_run(built, sandboxes, scratch)
     if broken.timed_out:
         problems.append("the broken tree's tests ran past the time limit")
     failing = [t for t in stable if broken.outcomes.get(t) is not TestOutcome.PASSED]
     passing = [t for t in stable if broken.outcomes.get(t) is TestOutcome.PASSED]
-    hidden = kind_of(check).failing_by_design(check)  # e.g. a docs task's doctests
+    hidden = kind_of(check).failing_by_design(check)  # e.g. a docs task's doctests too
+    inside = [t for t in failing if t.split("::")[0] in hidden]
     spilled = [t for t in failing if t.split("::")[0] not in hidden]
     visible_stable = [t for t in stable if t.split("::")[0] not in hidden]
-    if len(failing) < MIN_FAIL_TO_PASS:
-        problems.append(f"only {len(failing)} stable tests fail on the broken tree (need 5)")
+    if len(inside) < MIN_FAIL_TO_PASS:
+        problems.append(
+            f"only {len(inside)} stable tests inside the hidden files fail on the broken tree "
+            f"(need {MIN_FAIL_TO_PASS})"
+        )
     if len(spilled) > min(MAX_SPILL, MAX_SPILL_SHARE * max(len(visible_stable), 1)):
         problems.append(
             f"the breakage spills into {len(spilled)} of {len(visible_stable)} stable tests "
@@ -246,17 +357,25 @@ def derive_tests(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> 
         problems.append("no stable test passes on the broken tree: the package does not import")
     runtime = sum(run.duration_s for run in runs) / max(len(runs), 1)
     return Derived(
-        fail_to_pass=failing, pass_to_pass=passing, spilled=spilled, stable=len(stable),
-        problems=problems, runtime_s=runtime,
+        fail_to_pass=inside, pass_to_pass=passing, spilled=spilled, stable=len(stable),
+        problems=problems, runtime_s=runtime, dropped=dropped, perturbations=list(perturbed),
     )  # fmt: skip
 
 
-def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
+# Checks a later slice adds: each gives the problems it finds with a task that lists tests.
+ExtraCheck = Callable[[BuiltTask, SandboxBackend, Path, "TaskValidation"], list[str]]
+EXTRA_CHECKS: list[ExtraCheck] = []
+
+
+def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskValidation:
+    """Every check of the module docstring; `perturb=False` skips the perturbed runs (a
+    quick look, never what publishes a task)."""
     started = time.monotonic()
     task = built.task
     record = TaskValidation(
         id=task.id, category=task.category.value, package=package_label(built),
         changed_lines=answer.reference_changed_lines(built), prompt_chars=len(task.prompt),
+        checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )  # fmt: skip
     sandboxes = backend_for(built, backend)
     root = cache_home() / "validate"
@@ -274,13 +393,17 @@ def validate_full(built: BuiltTask, backend: str) -> TaskValidation:
         problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
         problems += kind.workspace_problems(task.verification, built.workspace)
         problems += _canary_problems(built)
-        derived = derive_tests(built, sandboxes, scratch)
+        derived = derive_tests(built, sandboxes, scratch, perturb)
         problems += derived.problems
         problems += _spec_problems(built, derived)
         record.stable_tests, record.spilled = derived.stable, len(derived.spilled)
+        record.visible_failing, record.dropped = derived.spilled, derived.dropped
+        record.perturbations = derived.perturbations
         record.fail_to_pass, record.pass_to_pass = kind.test_counts(task.verification)
         record.test_runtime_s = round(derived.runtime_s, 2)
         problems += _grading_problems(built, sandboxes, scratch, record)
+        for extra in EXTRA_CHECKS:
+            problems += extra(built, sandboxes, scratch, record)
         record.coverage = coverage_share(built, sandboxes, scratch)
         if record.coverage is None and not _python_lines_removed(built):
             pass  # the answer is configuration only (a devops task): nothing to cover
@@ -299,7 +422,7 @@ def _spec_problems(built: BuiltTask, derived: Derived) -> list[str]:
     check = listed_tests(built)
     problems = []
     fail, passing = set(derived.fail_to_pass), set(derived.pass_to_pass)
-    wrong_f2p = [t for t in check.fail_to_pass if t not in fail]
+    wrong_f2p = [t for t in check.fail_to_pass if t not in fail]  # visible, dropped or passing
     wrong_p2p = [t for t in check.pass_to_pass if t not in passing]
     if wrong_f2p:
         problems.append(f"{len(wrong_f2p)} listed FAIL_TO_PASS tests are not, e.g. {wrong_f2p[0]}")
@@ -453,8 +576,23 @@ def _python_lines_removed(built: BuiltTask) -> bool:
     return any(path.endswith(".py") for path in answer.removed_lines(built))
 
 
+def coverage_args(built: BuiltTask) -> list[str] | None:
+    """The tests whose coverage counts. For a feature deletion the hidden tests alone: a
+    visible test that happens to run the feature does not show the hidden tests test it.
+    For a rewrite (refactor, migration, optimize: the original is the target and nothing
+    is deleted) the whole suite: its tests guard the behaviour, while the hidden tests
+    check the shape of the rewrite and need not run it."""
+    test_args = listed_tests(built).test_args
+    if built.task.mutation.kind == "rewrite":
+        return list(test_args)
+    check = built.task.verification
+    hidden = sorted(f for f in kind_of(check).failing_by_design(check) if f.endswith(".py"))
+    return hidden_only_args(test_args, hidden) if hidden else None
+
+
 def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> float | None:
-    """Share of the removed executable lines the tests execute on the reference."""
+    """Share of the removed executable lines that the tests of `coverage_args` execute on
+    the reference."""
     removed = {p: sorted(lines) for p, lines in answer.removed_lines(built).items()}
     removed = {p: lines for p, lines in removed.items() if p.endswith(".py")}
     if not removed:
@@ -469,7 +607,10 @@ def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -
     try:
         sandbox.apply_patch(built.reference_patch)
         config = pytest_config(built.workspace) or ""
-        args = [*listed_tests(built).test_args, "-q", "-p", "no:cacheprovider"]
+        args = coverage_args(built)
+        if args is None:
+            return None
+        args += ["-q", "-p", "no:cacheprovider"]
         args += ["-o", "addopts=", "--continue-on-collection-errors", f"--rootdir={sandbox.root}"]
         args += ["-c", f"{sandbox.root}/{config}"] if config else []
         script = _COVERAGE_SCRIPT.format(
@@ -490,6 +631,26 @@ def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -
     statements = sum(total for total, _ in counts.values())
     executed = sum(ran for _, ran in counts.values())
     return round(executed / statements, 3) if statements else None
+
+
+# pytest options that take the next word as their value (when not written `--opt=value`).
+VALUE_OPTIONS = {
+    "-p", "-k", "-m", "-o", "-W", "-c", "--ignore", "--ignore-glob", "--deselect",
+    "--confcutdir", "--rootdir", "--override-ini", "--pythonwarnings",
+}  # fmt: skip
+
+
+def hidden_only_args(test_args: list[str], hidden: list[str]) -> list[str]:
+    """The task's pytest arguments with its paths replaced by the hidden test files: the
+    same options (`-p pytest_mock`, `-k ...`, `--doctest-modules`), fewer tests."""
+    kept: list[str] = []
+    words = iter(test_args)
+    for word in words:
+        if word.startswith("-"):
+            kept.append(word)
+            if word in VALUE_OPTIONS:
+                kept.append(next(words, ""))
+    return [*kept, *hidden]
 
 
 _COVERAGE_SCRIPT = """

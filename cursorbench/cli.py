@@ -45,7 +45,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 tasks_app = typer.Typer(
-    no_args_is_help=True, help="List, show and validate tasks.", rich_markup_mode=None
+    no_args_is_help=True,
+    help="List, show, validate and health-check tasks.",
+    rich_markup_mode=None,
 )
 app.add_typer(tasks_app, name="tasks")
 register_leaderboard(app)  # runs, gate, dashboard, db
@@ -304,12 +306,22 @@ def tasks_validate(
     report: Annotated[
         Path | None, typer.Option(help="Folder for VALIDATION.md and validation.json.")
     ] = None,
+    perturb: Annotated[
+        bool,
+        typer.Option(
+            help="Also run the pristine tests under a shifted clock, far time zones, another "
+            "locale, hash seeds, reordered and under load (--no-perturb: a quick look only)."
+        ),
+    ] = True,
 ) -> None:
-    """Validate tasks (the full checks: pristine runs, broken tree, reference, untouched and
-    stub grading, coverage, leaks). Task files that do not load are reported first (exit
-    status 2); the others are still checked (1 if any is invalid)."""
+    """Validate tasks (the full checks: pristine runs, plain and perturbed, broken tree,
+    reference, untouched and stub grading, coverage, leaks). Task files that do not load are
+    reported first (exit status 2); the others are still checked (1 if any is invalid). The
+    report is rewritten after each task, so an interrupted run leaves what it checked."""
     import datetime as dt
     import time
+
+    from rich.markup import escape
 
     from cursorbench.checks import validate_full
     from cursorbench.loader import tasks_from_options_reporting
@@ -331,9 +343,11 @@ def tasks_validate(
             if quick:
                 lines = validate_task(built, backend, repeat)
             else:
-                record = validate_full(built, backend)
+                record = validate_full(built, backend, perturb)
                 records.append(record)
                 lines = record.problems
+                if report is not None:
+                    write_validation_report(report, records, started, time.monotonic() - clock)
         except BuildError as error:
             lines = [f"cannot build: {error}"]
         except Exception as error:  # one task's fault must not hide the others' results
@@ -342,13 +356,93 @@ def tasks_validate(
             lines = [f"internal error: {type(error).__name__}: {error}"]
         invalid += bool(lines)
         mark = "[red]INVALID[/]" if lines else "[green]ok[/]"
-        console.print(f"{mark} {task.id}" + "".join(f"\n    {line}" for line in lines))
+        console.print(f"{mark} {task.id}" + "".join(f"\n    {escape(line)}" for line in lines))
     if report is not None:
         write_validation_report(report, records, started, time.monotonic() - clock)
         console.print(f"report: {report / 'VALIDATION.md'}")
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
     if invalid:
+        raise typer.Exit(1)
+
+
+@tasks_app.command("health")
+def tasks_health(
+    tasks: TasksOption = None,
+    suite: SuiteOption = None,
+    clock: Annotated[
+        str | None,
+        typer.Option(help="Shift the clock inside the sandbox (libfaketime): +1d, +1mo, +1y."),
+    ] = None,
+    tz: Annotated[
+        str | None, typer.Option(help="Run the tests in this time zone, e.g. America/Adak.")
+    ] = None,
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap, docker or subprocess.")] = "auto",
+    report: Annotated[
+        Path | None,
+        typer.Option(help="Folder for HEALTH.md and health.json (merged with what is there)."),
+    ] = None,
+) -> None:
+    """Regrade the reference solution (it must resolve) and the floors, the untouched
+    workspace and a stub (they must not), of each task, today or under a shifted clock or
+    another time zone; report every task whose verdict changed since its validation, with
+    the tests responsible. Exit status 1 if any changed."""
+    import tempfile
+
+    from rich.markup import escape
+
+    from cursorbench.health import AS_IS, check_task, write_health_report
+    from cursorbench.loader import tasks_from_options_reporting
+    from cursorbench.perturb import PerturbationUnavailable, clock_perturbation, probe
+    from cursorbench.stats import load_validation
+    from cursorbench.suites import suite_options
+    from cursorbench.workspace import BuildError, build, cache_home
+    from harness.sandbox import SandboxSettings, choose_backend, open_backend
+
+    backend = choose_backend(sandbox)
+    try:
+        perturbation = clock_perturbation(clock) if clock else AS_IS
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if tz:
+        name = f"{perturbation.name}-{tz}" if clock else f"tz-{tz}"
+        perturbation = perturbation.model_copy(update={"name": name, "tz": tz})
+    if perturbation != AS_IS:
+        (cache_home() / "validate").mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache_home() / "validate") as scratch:
+            try:
+                probe(open_backend(backend, SandboxSettings()), perturbation, Path(scratch))
+            except PerturbationUnavailable as error:
+                raise ConfigError(str(error)) from None
+    found, problems = tasks_from_options_reporting(suite_options(suite, tasks))
+    _print_problems(problems)
+    folders = {task.path.parent.parent for task in found if task.path is not None}
+    validation = {k: v for folder in folders for k, v in load_validation(folder).items()}
+    checks = []
+    for task in found:
+        try:
+            health = check_task(build(task), backend, perturbation, validation.get(task.id))
+        except BuildError as error:
+            console.print(f"[red]CHANGED[/] {task.id}\n    cannot build: {error}")
+            from cursorbench.health import TaskHealth
+
+            health = TaskHealth(
+                id=task.id, perturbation=perturbation.describe(), checked_at="",
+                problem=f"cannot build: {error}",
+            )  # fmt: skip
+        checks.append(health)
+        mark = "[red]CHANGED[/]" if health.changed else "[green]ok[/]"
+        console.print(  # test ids hold brackets, which rich would take for markup
+            f"{mark} {task.id} ({escape(perturbation.describe())})"
+            + "".join(f"\n    {escape(line)}" for line in health.lines())
+        )
+        if report is not None:
+            write_health_report(report, [health])
+    changed = sum(check.changed for check in checks)
+    console.print(f"{changed} of {len(checks)} tasks changed since validation")
+    if problems:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if changed:
         raise typer.Exit(1)
 
 
@@ -372,14 +466,16 @@ def tasks_derive(
     files: Annotated[list[Path], typer.Argument(help="Task files (YAML) to fill in.")],
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
 ) -> None:
-    """Run the pristine tree 3 times and the broken tree once, and write the FAIL_TO_PASS and
-    PASS_TO_PASS lists they give into each task file (an author's tool)."""
+    """Run the pristine tree 3 times and under each perturbation, and the broken tree once,
+    and write the FAIL_TO_PASS and PASS_TO_PASS lists they give into each task file (an
+    author's tool)."""
     import tempfile
 
     from cursorbench.checks import backend_for, derive_tests
     from cursorbench.loader import load_task_for_derive
     from cursorbench.suites import write_test_lists
     from cursorbench.workspace import BuildError, build, cache_home
+    from harness.kinds.registry import kind_of
     from harness.sandbox import choose_backend
 
     backend = choose_backend(sandbox)
@@ -397,12 +493,15 @@ def tasks_derive(
         with tempfile.TemporaryDirectory(dir=root) as scratch:
             derived = derive_tests(built, backend_for(built, backend), Path(scratch))
         failed += bool(derived.problems)
-        if derived.fail_to_pass:
+        check = kind_of(task.verification).listed_tests(task.verification)
+        listed = (check.fail_to_pass, check.pass_to_pass) if check is not None else None
+        if derived.fail_to_pass and listed != (derived.fail_to_pass, derived.pass_to_pass):
             write_test_lists(path, derived.fail_to_pass, derived.pass_to_pass)
         mark = "[red]PROBLEM[/]" if derived.problems else "[green]ok[/]"
         console.print(
             f"{mark} {task.id}: {len(derived.fail_to_pass)} fail->pass, "
-            f"{len(derived.pass_to_pass)} pass->pass, {len(derived.spilled)} spilled"
+            f"{len(derived.pass_to_pass)} pass->pass, {len(derived.spilled)} visible failing, "
+            f"{len(derived.dropped)} dropped (unstable)"
             + "".join(f"\n    {line}" for line in derived.problems)
         )
     if failed:

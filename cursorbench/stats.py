@@ -114,31 +114,78 @@ def write_validation_report(
         )
     else:
         when = f"Run on {started:%Y-%m-%d %H:%M} UTC; took {seconds / 60:.1f} minutes; "
+    healthy = last_healthy(folder, records)
     lines = [
         "# Validation report",
         "",
-        f"{when}{ok} of {len(records)} tasks valid.",
+        f"{when}{ok} of {len(records)} tasks valid; "
+        f"{sum(bool(r.perturbations) for r in records)} with perturbed runs (rows marked "
+        "`unperturbed` were validated before they existed, or list no tests).",
         "",
-        "Each task: the pristine tree's tests run 3 times (only tests passing every time "
-        "count); the broken tree gives FAIL_TO_PASS (at least 5) and PASS_TO_PASS; the "
+        "Each task: the pristine tree's tests run 3 times and once under each perturbation "
+        "(clock +1 day / +31 days / +366 days, TZ Pacific/Kiritimati and America/Adak, "
+        "LC_ALL=POSIX, fixed hash seeds, reversed and shuffled order, a loaded CPU); only "
+        "tests passing in every run count, the others are dropped with their reason (below). "
+        "FAIL_TO_PASS are the stable tests inside the hidden files that fail on the broken "
+        "tree (at least 5); visible tests that fail there are named, never graded; the "
         "reference solution resolves, the untouched workspace and a stub raising "
         "`NotImplementedError` do not; coverage is the share of the removed executable "
-        "lines that the tests execute on the reference; the leak scan and the import "
-        "checks pass.",
+        "lines that the hidden tests alone execute on the reference; the leak scan and the "
+        "import checks pass. `checked` is when the task was validated (a row without "
+        "perturbed runs predates them); `last healthy` is the latest validation or "
+        "`tasks health` check (`HEALTH.md`) that found its verdicts unchanged.",
         "",
-        "| task | package | category | valid | F2P | P2P | spilled | changed lines "
-        "| coverage | stub F2P passing | test s | problems |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| task | package | category | valid | F2P | P2P | visible failing | dropped "
+        "| changed lines | coverage | stub F2P passing | test s | checked | last healthy "
+        "| problems |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         coverage = "-" if r.coverage is None else f"{r.coverage:.0%}"
         problems = "; ".join(p.replace("|", "/") for p in r.problems)[:300] or "-"
+        checked = (r.checked_at or "-")[:16] + ("" if r.perturbations else " (unperturbed)")
         lines.append(
             f"| {r.id} | {r.package} | {r.category} | {'yes' if r.valid else 'NO'} "
-            f"| {r.fail_to_pass} | {r.pass_to_pass} | {r.spilled} | {r.changed_lines} "
-            f"| {coverage} | {r.stub_fail_to_pass_passed} | {r.test_runtime_s:.1f} | {problems} |"
+            f"| {r.fail_to_pass} | {r.pass_to_pass} | {r.spilled} | {len(r.dropped)} "
+            f"| {r.changed_lines} | {coverage} | {r.stub_fail_to_pass_passed} "
+            f"| {r.test_runtime_s:.1f} | {checked} | {healthy.get(r.id, '-')[:16]} | {problems} |"
         )
+    lines += ["", "## Tests dropped, and why", ""]
+    lines += [
+        "Tests that passed on the pristine tree but not in every run (plain or perturbed); "
+        "they are in neither list. The whole record is in `validation.json` (`dropped`).",
+        "",
+    ]
+    for r in records:
+        for number, (test, reason) in enumerate(sorted(r.dropped.items())):
+            if number == MAX_LISTED:
+                lines.append(f"- {r.id}: and {len(r.dropped) - MAX_LISTED} more")
+                break
+            lines.append(f"- {r.id}: `{test}`: {reason}")
+    lines += ["", "## Visible tests that fail on the broken tree", ""]
+    lines += ["Named, not graded (FAIL_TO_PASS comes only from the hidden files).", ""]
+    for r in records:
+        if r.visible_failing:
+            shown = ", ".join(f"`{t}`" for t in r.visible_failing[:MAX_LISTED])
+            more = len(r.visible_failing) - MAX_LISTED
+            lines.append(f"- {r.id} ({len(r.visible_failing)}): {shown}" + (
+                f" and {more} more" if more > 0 else ""))  # fmt: skip
     (folder / "VALIDATION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+MAX_LISTED = 12  # tests listed per task in VALIDATION.md (validation.json has all)
+
+
+def last_healthy(folder: Path, records: list[TaskValidation]) -> dict[str, str]:
+    """Per task, the latest time its verdicts were shown unchanged: its validation (when
+    valid) or a `tasks health` check in `folder`'s `health.json` that found no change."""
+    from cursorbench.health import load_health
+
+    when = {r.id: r.checked_at for r in records if r.valid and r.checked_at}
+    for check in load_health(folder):
+        if not check.changed and check.checked_at > when.get(check.id, ""):
+            when[check.id] = check.checked_at
+    return when
 
 
 def merge_validation_reports(reports: list[Path], folder: Path) -> list[TaskValidation]:
@@ -164,7 +211,9 @@ def merge_validation_reports(reports: list[Path], folder: Path) -> list[TaskVali
         raise ValueError("no validation reports to merge")
     by_run.sort(key=lambda item: dt.datetime.fromisoformat(item[0].date))
     latest: dict[str, TaskValidation] = {}
-    for _, records in by_run:
+    for run, records in by_run:
+        for record in records:  # older reports did not date each task: their run's date
+            record.checked_at = record.checked_at or run.date
         latest.update({r.id: r for r in records})
     runs = [run for run, _ in by_run]
     started = dt.datetime.fromisoformat(runs[0].date)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.checks import network_problem, stub_changes, validate_full
+from cursorbench.checks import hidden_only_args, network_problem, stub_changes, validate_full
 from cursorbench.loader import load_tasks
 from cursorbench.suites import suite_path
 from cursorbench.testruns import SuiteRun
@@ -67,7 +67,9 @@ def test_weak_or_wrong_tasks_are_rejected(cursorbench_home: Path, tmp_path: Path
     weak = type(task).model_validate(weak.model_dump()).model_copy(update={"path": task.path})
     record = validate_full(build(weak), choose_backend("auto"))
     assert not record.valid
-    assert "only 1 stable tests fail on the broken tree (need 5)" in record.problems
+    need = "only 0 stable tests inside the hidden files fail on the broken tree (need 5)"
+    assert need in record.problems  # test_vowels fails, but outside the (no) hidden files
+    assert record.visible_failing == ["tests/test_extra.py::test_vowels"]
 
 
 def test_network_errors_on_the_pristine_tree_mean_the_tests_need_the_network() -> None:
@@ -131,3 +133,11 @@ def test_the_stub_stubs_code_and_leaves_configuration_as_it_was(tmp_path: Path) 
     stub = stub_changes(built)
     assert "Makefile" not in stub
     assert "raise NotImplementedError" in str(stub["pkg/core.py"])
+
+
+def test_coverage_runs_the_hidden_files_with_the_tasks_own_options() -> None:
+    args = ["tests", "-p", "pytest_mock", "-k", "not slow", "--ignore=tests/x", "--doctest-modules"]
+    assert hidden_only_args(args, ["tests/test_a.py", "pkg/mod.py"]) == [
+        "-p", "pytest_mock", "-k", "not slow", "--ignore=tests/x", "--doctest-modules",
+        "tests/test_a.py", "pkg/mod.py",
+    ]  # fmt: skip
