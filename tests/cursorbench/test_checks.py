@@ -24,7 +24,7 @@ V1_SAMPLE = [
     "boltons-mathutils",
     "cachetools-tlru",
     "jinja2-sandbox-review",
-    "boltons-iterutils-optimize",
+    "boltons-urlutils-debugging",  # a bug injection with authored tests
 ]
 
 
