@@ -474,7 +474,7 @@ def runs_export(
         raise TransferError(f"cannot write {out}: {error.strerror or error}") from None
     finally:
         store.close()
-    console.print(f"wrote {count} rows to {out}")
+    console.print(f"wrote {count} {'trajectories' if fmt == 'atif' else 'rows'} to {out}")
 
 
 @runs_app.command("import")

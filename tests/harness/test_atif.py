@@ -182,6 +182,7 @@ def test_every_attempt_of_a_smoke_run_exports_to_atif_harbor_accepts(
     exported = tmp_path / "atif"
     done = cursorbench("runs", "export", "--db", db, "--format", "atif", "--out", str(exported))
     assert done.returncode == 0, done.stderr
+    assert f"wrote {attempts} trajectories" in done.stdout
     files = sorted(exported.rglob("*.atif.json"))
     assert len(files) == attempts
 
