@@ -5,6 +5,7 @@ untouched workspace."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -162,3 +163,43 @@ def test_a_sample_of_v1_passes_harbors_lint_and_loader(tmp_path: Path) -> None:
     assert [line.split(":")[0] for line in skipped] == ["markdown-pipeline-understanding"]
     assert len(written) == 2
     harbor_accepts(written)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_container(
+    tmp_path: Path,
+) -> None:
+    """What Harbor's Docker environment does, done with the harness's own engine: build
+    environment/ (FROM the local base image, no registry), add tests/ and solution/ as
+    Harbor mounts them, and run solve.sh and test.sh inside: reward 1, and 0 unsolved."""
+    from harness.sandbox.engine import docker_client
+    from harness.sandbox.image import ensure_image
+
+    client = docker_client()
+    image = ensure_image(client)
+    [built] = build_many(tasks_from_options(["textkit-slugify"]))
+    folder = export_task(built, tmp_path / "out", image)
+    context = tmp_path / "context"
+    shutil.copytree(folder / "tests", context / "tests")
+    shutil.copytree(folder / "solution", context / "solution")
+    tags = [f"cursorbench-harbor-test-{n}:{os.getpid()}" for n in ("env", "trial")]
+    (context / "Dockerfile").write_text(
+        f"FROM {tags[0]}\nCOPY tests/ /tests/\nCOPY solution/ /solution/\n"
+    )
+    try:
+        client.images.build(path=str(folder / "environment"), tag=tags[0], rm=True, pull=False)
+        client.images.build(path=str(context), tag=tags[1], rm=True, pull=False)
+        rewards = {}
+        for label, solve in (("reference", "bash /solution/solve.sh && "), ("nothing", "")):
+            script = f"{solve}mkdir -p /logs/verifier && bash /tests/test.sh >/dev/null; "
+            script += "cat /logs/verifier/reward.txt"
+            output = client.containers.run(
+                tags[1], ["bash", "-c", script], remove=True, network_mode="none"
+            )
+            rewards[label] = output.decode().strip()
+    finally:
+        for tag in reversed(tags):
+            with contextlib.suppress(Exception):
+                client.images.remove(tag, force=True)
+    assert rewards == {"reference": "1", "nothing": "0"}
