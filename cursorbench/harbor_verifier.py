@@ -16,12 +16,14 @@ graded.
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 TESTS = Path(os.environ.get("CURSORBENCH_TESTS", "/tests"))
@@ -111,15 +113,12 @@ def run_pytest(config: dict, workspace: Path, scratch: Path) -> tuple[dict[str, 
         "CURSORBENCH_OUTCOMES": str(outcomes_file),
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    config_file = next(
-        (workspace / n for n in ("pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-         if (workspace / n).is_file()),
-        ini,
-    )  # fmt: skip
+    config_file = workspace / (pytest_config(workspace) or str(ini))
     command = [
-        sys.executable, "-P", "-m", "pytest", "-p", "cursorbench_outcomes", "-p",
-        "no:cacheprovider", "-c", str(config_file), "-o", "addopts=", "--rootdir",
-        str(workspace), "-q", *config["test_args"],
+        sys.executable, "-P", "-m", "pytest", *config["test_args"], f"--rootdir={workspace}",
+        "-c", str(config_file), "-o", "addopts=", "-p", "no:cacheprovider",
+        "--continue-on-collection-errors", "-q", "--no-header", "-rN",
+        "-p", "cursorbench_outcomes",
     ]  # fmt: skip
     try:
         done = subprocess.run(
@@ -134,6 +133,33 @@ def run_pytest(config: dict, workspace: Path, scratch: Path) -> tuple[dict[str, 
     except (OSError, ValueError):
         outcomes = {}
     return outcomes, output
+
+
+def pytest_config(root: Path) -> str | None:
+    """The file pytest takes its configuration from (as harness/kinds/testrun.py finds it)."""
+    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        if (root / name).is_file():
+            return name
+    sections = {"pyproject.toml": "tool.pytest", "tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+    for name, section in sections.items():
+        if (root / name).is_file() and _has_section(root / name, section):
+            return name
+    return None
+
+
+def _has_section(path: Path, section: str) -> bool:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".toml":
+        try:
+            return "pytest" in tomllib.loads(text).get("tool", {})
+        except tomllib.TOMLDecodeError:
+            return False
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return False
+    return parser.has_section(section)
 
 
 def verdict(config: dict, outcomes: dict[str, str]) -> bool:
