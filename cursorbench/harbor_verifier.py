@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -102,7 +103,6 @@ def lay_hidden(hidden: Path, workspace: Path) -> None:
 
 
 def run_pytest(config: dict, workspace: Path, scratch: Path) -> tuple[dict[str, str], str]:
-    scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "cursorbench_outcomes.py").write_text(PLUGIN)
     ini = scratch / "empty-pytest.ini"
     ini.write_text("[pytest]\n")
@@ -172,7 +172,11 @@ def main() -> int:
     LOGS.mkdir(parents=True, exist_ok=True)
     restore_protected(config, WORKSPACE, TESTS / "protected")
     lay_hidden(TESTS / "hidden", WORKSPACE)
-    outcomes, output = run_pytest(config, WORKSPACE, Path("/tmp/cursorbench-verifier"))
+    scratch = Path(tempfile.mkdtemp(prefix="cursorbench-verifier-"))
+    try:
+        outcomes, output = run_pytest(config, WORKSPACE, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     resolved = verdict(config, outcomes)
     listed = {node: outcomes.get(node, "missing") for node in config["fail_to_pass"]}
     listed |= {node: outcomes.get(node, "missing") for node in config["pass_to_pass"]}

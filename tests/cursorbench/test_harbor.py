@@ -23,7 +23,7 @@ from tests.cli_runner import cursorbench
 from tests.harbor_env import harbor, harbor_python
 
 IMAGE = f"{IMAGE_REPOSITORY}:test"
-V1_SAMPLE = ["cachetools-ttl", "markdown-pipeline-understanding", "pydash-curry"]
+V1_SAMPLE = ["cachetools-ttl", "markdown-abbr", "markdown-pipeline-understanding"]
 
 LOAD = """
 import json, sys
@@ -105,22 +105,27 @@ def run_verifier(folder: Path, workspace: Path, logs: Path) -> tuple[str, dict]:
     )
 
 
+def assert_grades_reference_only(folder: Path, scratch: Path) -> None:
+    """The exported verifier gives reward 1 to the reference, 0 to the untouched workspace."""
+    untouched = scratch / folder.name / "untouched"
+    shutil.copytree(folder / "environment" / "workspace", untouched, symlinks=True)
+    solved = scratch / folder.name / "solved"
+    shutil.copytree(untouched, solved, symlinks=True)
+    patch = folder / "solution" / "reference.patch"
+    subprocess.run(["git", "apply", str(patch)], cwd=solved, check=True)
+    reward, outcomes = run_verifier(folder, solved, scratch / folder.name / "logs-solved")
+    assert (reward, outcomes["resolved"]) == ("1", True), (folder.name, outcomes)
+    reward, outcomes = run_verifier(folder, untouched, scratch / folder.name / "logs-none")
+    assert (reward, outcomes["resolved"]) == ("0", False), folder.name
+
+
 @pytest.mark.slow
 def test_the_verifier_resolves_the_reference_and_fails_the_untouched_workspace(
     smoke: tuple, tmp_path: Path
 ) -> None:
     _, out = smoke
     for folder in sorted(out.iterdir()):
-        untouched = tmp_path / folder.name / "untouched"
-        shutil.copytree(folder / "environment" / "workspace", untouched, symlinks=True)
-        solved = tmp_path / folder.name / "solved"
-        shutil.copytree(untouched, solved, symlinks=True)
-        patch = folder / "solution" / "reference.patch"
-        subprocess.run(["git", "apply", str(patch)], cwd=solved, check=True)
-        reward, outcomes = run_verifier(folder, solved, tmp_path / folder.name / "logs-solved")
-        assert (reward, outcomes["resolved"]) == ("1", True), (folder.name, outcomes)
-        reward, outcomes = run_verifier(folder, untouched, tmp_path / folder.name / "logs-none")
-        assert (reward, outcomes["resolved"]) == ("0", False), folder.name
+        assert_grades_reference_only(folder, tmp_path)
 
 
 def test_a_solution_that_edits_the_tests_is_not_graded_on_its_own_tests(
@@ -157,12 +162,14 @@ def test_the_command_writes_the_tasks(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_sample_of_v1_passes_harbors_lint_and_loader(tmp_path: Path) -> None:
+def test_a_sample_of_v1_passes_harbors_lint_and_loader_and_grades_right(tmp_path: Path) -> None:
     found = tasks_from_options([str(suite_path("v1")), *V1_SAMPLE])
     written, skipped = export_tasks(build_many(found), tmp_path, image=IMAGE)
     assert [line.split(":")[0] for line in skipped] == ["markdown-pipeline-understanding"]
     assert len(written) == 2
     harbor_accepts(written)
+    for folder in written:
+        assert_grades_reference_only(folder, tmp_path / "graded")
 
 
 @pytest.mark.docker
