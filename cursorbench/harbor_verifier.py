@@ -109,6 +109,8 @@ def run_pytest(config: dict, workspace: Path, scratch: Path) -> tuple[dict[str, 
     outcomes_file = scratch / "outcomes.json"
     env = os.environ | {
         "PYTHONPATH": str(scratch),
+        # as in CursorBench's sandboxes: the environment's scripts (coverage, ...) first
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "CURSORBENCH_OUTCOMES": str(outcomes_file),
         "PYTHONDONTWRITEBYTECODE": "1",
