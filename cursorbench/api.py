@@ -208,6 +208,7 @@ def prepare(
         sandbox=sandbox,
         work_dir=cache_home() / "attempts",
         retry_errors=spec.retry_errors,
+        atif=spec.atif,
         task_categories={t.task.id: t.task.category.value for t in built},
         warnings=tuple(warnings),
     )

@@ -461,6 +461,29 @@ def tasks_build(
         console.print(f"[green]built[/] {built.task.id} {built.root}")
 
 
+@tasks_app.command("export")
+def tasks_export(
+    out: Annotated[Path, typer.Option(help="Folder to write one task folder per task into.")],
+    fmt: Annotated[str, typer.Option("--format", help="harbor (the only one).")] = "harbor",
+    tasks: TasksOption = None,
+    suite: SuiteOption = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Builds at once.")] = None,
+) -> None:
+    """Export tasks as Harbor task folders (instruction, environment, verifier, solution);
+    tasks whose verdict is not a pytest run over the tree are skipped, saying why."""
+    from cursorbench.harbor import export_tasks
+    from cursorbench.loader import tasks_from_options
+    from cursorbench.suites import build_many, suite_options
+
+    if fmt != "harbor":
+        raise ConfigError(f"--format {fmt!r}: only harbor")
+    found = tasks_from_options(suite_options(suite, tasks))
+    written, skipped = export_tasks(build_many(found, jobs), out)
+    for line in skipped:
+        console.print(f"[yellow]skipped[/] {line}")
+    console.print(f"wrote {len(written)} Harbor tasks to {out} ({len(skipped)} skipped)")
+
+
 @tasks_app.command("derive")
 def tasks_derive(
     files: Annotated[list[Path], typer.Argument(help="Task files (YAML) to fill in.")],

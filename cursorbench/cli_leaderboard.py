@@ -35,7 +35,13 @@ if TYPE_CHECKING:
 # `cursorbench --help` and `cursorbench run` do not pay for it.
 
 EXIT_BAD_INPUT = 2
-EXPORT_FORMATS = ("csv", "parquet", "jsonl", "swebench")  # leaderboard.transfer's; a test checks
+EXPORT_FORMATS = (
+    "csv",
+    "parquet",
+    "jsonl",
+    "swebench",
+    "atif",
+)  # leaderboard.transfer's; a test checks
 
 
 def known_errors() -> tuple[type[Exception], ...]:
@@ -438,18 +444,23 @@ def runs_delete(run_id: str, db: DbOption = None) -> None:
 @one_line_errors
 def runs_export(
     run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to export [all].")] = None,
-    out: Annotated[Path, typer.Option(help="File to write.")] = Path("attempts.csv"),
+    out: Annotated[Path, typer.Option(help="File to write (with --format atif: a folder).")] = Path(
+        "attempts.csv"
+    ),
     fmt: Annotated[str, typer.Option("--format", help=", ".join(EXPORT_FORMATS))] = "csv",
     sql: Annotated[str | None, typer.Option(help="Export this SQL query instead.")] = None,
     db: DbOption = None,
 ) -> None:
     """Attempts (or any `--sql` query) to CSV, Parquet or JSONL; `--format swebench` writes
-    one run's predictions as SWE-bench JSONL (instance_id, model_name_or_path, model_patch)."""
+    one run's predictions as SWE-bench JSONL (instance_id, model_name_or_path, model_patch);
+    `--format atif` writes every attempt's trajectory in ATIF, as OUT/RUN/TASK__EPOCH.atif.json."""
     from leaderboard.transfer import (
         TransferError,
+        atif_trajectories,
         attempts_query,
         swebench_predictions,
         to_frame,
+        write_atif_files,
         write_frame,
         write_swebench,
     )
@@ -466,6 +477,10 @@ def runs_export(
                 predictions = swebench_predictions(conn, run_ids[0])
                 write_swebench(predictions, out)
                 count = len(predictions)
+            elif fmt == "atif":
+                documents = atif_trajectories(conn, run_ids)
+                write_atif_files(documents, out)
+                count = len(documents)
             else:
                 frame = to_frame(conn, sql if sql else attempts_query(run_ids))
                 write_frame(frame, out, fmt)
@@ -474,7 +489,7 @@ def runs_export(
         raise TransferError(f"cannot write {out}: {error.strerror or error}") from None
     finally:
         store.close()
-    console.print(f"wrote {count} rows to {out}")
+    console.print(f"wrote {count} {'trajectories' if fmt == 'atif' else 'rows'} to {out}")
 
 
 @runs_app.command("import")

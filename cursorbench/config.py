@@ -230,6 +230,11 @@ class RunSpec(Part):
     retry_errors: bool = Field(
         default=False, description="On resume, run again the attempts that ended in error."
     )
+    atif: bool = Field(
+        default=False,
+        description="Also write each attempt's trajectory in ATIF (Harbor's Agent Trajectory "
+        "Interchange Format) next to it: trajectories/TASK__EPOCH.atif.json.",
+    )
     evals: list[str] = Field(
         default_factory=list,
         description="Behaviour evals whose scenarios run as tasks: intent, "

@@ -116,6 +116,7 @@ class RunPlan(BaseModel):
     sandbox: SandboxPlan
     work_dir: Path  # attempts' scratch folders on this machine (hidden from agents)
     retry_errors: bool = False  # attempts that ended in `error` are run again on resume
+    atif: bool = False  # also write each attempt's trajectory as ATIF (harness.atif)
     task_categories: dict[str, str | None] = {}  # task id -> category, for the result store
     warnings: tuple[str, ...] = ()
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from harness.atif import atif_path, write_atif
 from harness.attempt import AttemptEnvironment, run_attempt, trajectory_path
 from harness.executor import Executor
 from harness.model import ChatModel
@@ -140,6 +141,8 @@ class Runner:
                     self.run_dir.write_text(where, finished.trajectory)
                 self.finished[result.key] = result
                 self.run_dir.append(result)
+                if self.plan.atif:
+                    self._write_atif(result)
                 self._record(result)
                 self.run_dir.write_summary(self.summary())
                 if on_result:
@@ -154,6 +157,12 @@ class Runner:
         self._store("finish_run", lambda store: store.finish_run(run_id, summary))
         self.executor.shutdown()
         return RunOutcome(self.run, self.results(), summary, self.store_warnings, already_complete)
+
+    def _write_atif(self, result: AttemptResult) -> None:
+        where = trajectory_path(Attempt(task_id=result.task_id, epoch=result.epoch))
+        trajectory = self.run_dir.path / where
+        if trajectory.exists():
+            write_atif(trajectory, self.run_dir.path / atif_path(where), self.run.id)
 
     def _finished_attempts(self) -> Iterator[FinishedAttempt]:
         pending = self.pending()

@@ -1,6 +1,7 @@
 """Moving runs in and out of the store: load a run folder (`--out`), export any query to a
 pandas DataFrame, CSV or Parquet, and a run's predictions in SWE-bench's JSONL format
-(`instance_id`, `model_name_or_path`, `model_patch`).
+(`instance_id`, `model_name_or_path`, `model_patch`), and attempts' trajectories in ATIF
+(Harbor's Agent Trajectory Interchange Format, `harness.atif`), one file per attempt.
 
 Loading is idempotent like every write (insert-only rows): loading a folder twice, or one the
 runner already recorded, adds nothing. The run keeps its id and config hash, so a folder
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy import Connection, Select, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from harness.atif import agent_version, to_atif
 from harness.plan import RunConfig
 from harness.results import in_order
 from harness.rundir import RunDir, RunDirError
@@ -31,7 +33,7 @@ from leaderboard.store import SqlStore
 if TYPE_CHECKING:
     import pandas
 
-EXPORT_FORMATS = ("csv", "parquet", "jsonl", "swebench")
+EXPORT_FORMATS = ("csv", "parquet", "jsonl", "swebench", "atif")
 
 
 class TransferError(Exception):
@@ -146,3 +148,36 @@ def write_swebench(predictions: list[dict[str, str]], path: Path) -> None:
     with path.open("w", encoding="utf-8") as out:
         for prediction in predictions:
             out.write(json.dumps(prediction) + "\n")
+
+
+def atif_trajectories(conn: Connection, run_ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """(RUN/TASK__EPOCH.atif.json, ATIF document) for every attempt of the runs [all runs].
+    An attempt whose trajectory cannot be found is a `TransferError`: nothing is written."""
+    if not run_ids:
+        run_ids = list(conn.execute(select(RunRow.id).order_by(RunRow.created_at)).scalars())
+    version = agent_version()
+    documents = []
+    for run_id in run_ids:
+        keys = conn.execute(
+            select(AttemptRow.task_id, AttemptRow.epoch)
+            .where(AttemptRow.run_id == run_id)
+            .order_by(AttemptRow.task_id, AttemptRow.epoch)
+        ).all()
+        for task_id, epoch in keys:
+            view = attempt_view(conn, run_id, task_id, epoch)
+            if not view.trajectory:
+                raise TransferError(
+                    f"no trajectory found for {task_id}#{epoch} of run {run_id}; nothing "
+                    "written: import the run folder with --with-trajectories, or export where "
+                    "the folder is"
+                )
+            document = to_atif(view.trajectory, agent_version=version, session_id=run_id)
+            documents.append((f"{run_id}/{task_id}__{epoch}.atif.json", document))
+    return documents
+
+
+def write_atif_files(documents: list[tuple[str, dict[str, Any]]], out: Path) -> None:
+    for relative, document in documents:
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
