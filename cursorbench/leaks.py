@@ -30,6 +30,7 @@ scan grep again. Binary files are still grepped (`-a`): nothing is skipped.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import fnmatch
 import gzip
@@ -49,6 +50,7 @@ from pathlib import Path
 
 from cursorbench.sources import dropped
 from harness.home import build_cache
+from harness.pyast import parse_module
 from harness.sandbox.view import scan_roots, system_tree
 
 MIN_CHARS = 30
@@ -333,11 +335,9 @@ def _strip_docs(text: str, word: re.Pattern[str]) -> str:
 def _strip_stub(text: str, names: set[str]) -> str:
     """A stub without the definitions (and decorators) of `names`, at any depth; a body left
     empty gets `...`. A stub Python cannot parse goes whole: it cannot be trusted to be clean."""
-    import ast
-
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+        tree = parse_module(text)
+    except SyntaxError:
         return ""
     drop: set[int] = set()
     placeholders: dict[int, int] = {}  # first dropped line of an emptied body -> its indent

@@ -227,7 +227,7 @@ def spawn(request, fds):
                 file_actions=actions,
                 setsid=True,
                 resetids=True,
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores both
+                setsigdef=DEFAULT_SIGNALS,
             )
         finally:
             _set_ids(0, 0)
@@ -235,6 +235,14 @@ def spawn(request, fds):
     finally:
         if home is not None:
             _go_home(home)
+
+
+# Every signal a command may be sent back to its default: Python ignores SIGPIPE and SIGXFSZ,
+# and a launcher started in the background (nohup, `&` in a script) ignores SIGINT and
+# SIGQUIT, which would otherwise pass to every command.
+DEFAULT_SIGNALS = tuple(
+    number for number in signal.valid_signals() if number not in (signal.SIGKILL, signal.SIGSTOP)
+)
 
 
 def _go_home(home):

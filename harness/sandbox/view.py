@@ -41,13 +41,17 @@ from harness.home import build_cache
 from harness.sandbox.bubblewrap import python_paths
 from harness.sandbox.protocol import SandboxUnavailable
 
-VIEW_VERSION = "4"  # bump when what goes in changes
+VIEW_VERSION = "5"  # bump when what goes in changes
 PACKAGES = (
     "bash", "dash", "coreutils", "findutils", "grep", "sed", "mawk", "diffutils", "git",
     "tar", "gzip", "procps", "libc-bin", "debianutils", "sensible-utils",
     "tzdata", "libfaketime",  # time zones, and the shifted clock of validation and health
 )  # fmt: skip
-PROGRAMS = ("/usr/bin/setpriv", "/usr/bin/prlimit")  # of util-linux, whose rest stays out
+# Of util-linux, whose rest (mount, nsenter, ...) stays out: what scripts and tests use.
+PROGRAMS = (
+    "/usr/bin/setpriv", "/usr/bin/prlimit", "/usr/bin/setsid", "/usr/bin/flock",
+    "/usr/bin/getopt", "/usr/bin/taskset", "/usr/bin/ipcs", "/usr/bin/ipcmk", "/usr/bin/ipcrm",
+)  # fmt: skip
 ALTERNATIVES = ("awk",)  # shown whichever program the host chose for them (mawk, gawk)
 SKIPPED_PREFIXES = (
     "/usr/share/doc", "/usr/share/man", "/usr/share/info", "/usr/share/locale",

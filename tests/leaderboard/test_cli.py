@@ -318,7 +318,7 @@ def test_tests_passed_counts_attempts_that_never_reached_grading(
         RunInfo(id="skipper", created_at=T0, model="m", base_url="http://x/v1",
                 endpoint_label="external", suite_version="0.1", config_hash="h",
                 config={"epochs": 1, "tasks": {f"t{i}": "d" for i in range(10)}},
-                sandbox="subprocess",
+                sandbox="bubblewrap",
                 warnings=[unknown_price_warning("m")])
     )  # fmt: skip
     store.record_many("skipper", skipped)
