@@ -212,7 +212,14 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
     args = ["run", "--base-url", url, "--model", "scripted-double", "--epochs", "3",
             "--concurrency", "2", "--out", str(out), "--db", db]  # fmt: skip
-    process = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*CLI, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        # as from a terminal: a suite started in the background (nohup, `&`) ignores SIGINT,
+        # which its children would inherit, and Python leaves an ignored SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         jsonl = out / "attempts.jsonl"
