@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from cursorbench.loader import bundled_suite
 from harness.doubles import ScriptedDouble
 from harness.openai_server import Reply
 from harness.runner import RunOutcome
@@ -32,6 +33,8 @@ from harness.sandbox import (
 from harness.sandbox.limits import ResourceLimits
 
 pytestmark = pytest.mark.docker
+
+SMOKE_TASKS = len(list((bundled_suite() / "tasks").glob("*.yaml")))  # the default run's tasks
 
 
 @pytest.fixture
@@ -217,7 +220,7 @@ def test_the_reference_solver_resolves_every_bundled_task_on_docker(
 ) -> None:
     outcome = run_benchmark(sandbox="docker")
     assert outcome.run.sandbox == "docker"
-    assert len(outcome.results) == 6
+    assert len(outcome.results) == SMOKE_TASKS
     assert all(result.resolved for result in outcome.results), [
         (r.task_id, r.failure, r.error) for r in outcome.results
     ]

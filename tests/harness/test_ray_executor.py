@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from cursorbench import api
+from cursorbench.loader import bundled_suite
 from harness.doubles import DoneOnlyDouble
 from harness.runner import RunOutcome
 
@@ -32,6 +33,8 @@ pytestmark = pytest.mark.slow
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 RAY = {"kind": "ray", "num_cpus": 2, "concurrency": 2}
+
+SMOKE_TASKS = len(list((bundled_suite() / "tasks").glob("*.yaml")))  # the default run's tasks
 
 
 def test_the_reference_solver_resolves_the_bundled_suite_on_ray(tmp_path: Path) -> None:
@@ -42,11 +45,11 @@ def test_the_reference_solver_resolves_the_bundled_suite_on_ray(tmp_path: Path) 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["planned"] == summary["resolved"] == 6 and summary["errors"] == 0
+    assert summary["planned"] == summary["resolved"] == SMOKE_TASKS and summary["errors"] == 0
     lines = (out / "attempts.jsonl").read_text().splitlines()
-    assert len(lines) == 6
+    assert len(lines) == SMOKE_TASKS
     trajectories = sorted((out / "trajectories").glob("*.jsonl"))
-    assert len(trajectories) == 6  # written by the driver from what the workers sent back
+    assert len(trajectories) == SMOKE_TASKS  # written by the driver from what the workers sent back
     assert all(path.read_text().splitlines()[-1].startswith('{"type": "result"') for path in
                trajectories)  # fmt: skip
     again = subprocess.run(
@@ -66,7 +69,7 @@ def test_local_and_ray_give_identical_outcomes_on_one_replay(tmp_path: Path) -> 
     on_ray = api.run(
         {"model": replay, "out": str(tmp_path / "ray"), "store": {"kind": "none"}, "executor": RAY}
     )
-    assert len(local.results) == 6
+    assert len(local.results) == SMOKE_TASKS
     assert outcomes(local) == outcomes(on_ray) == outcomes(recorded)
 
 
