@@ -181,10 +181,27 @@ def _write_solution(built: BuiltTask, folder: Path) -> None:
     script.chmod(0o755)
 
 
+def scratch_environment() -> bool:
+    """Whether the harness's environment lies under /tmp or /var/tmp: the Docker backend
+    binds such an environment in at run time instead of laying it in the base image, so
+    an image exported from it would have no interpreter."""
+    return any(
+        str(path).startswith(folder + "/")
+        for path in (Path(sys.prefix), Path(sys.executable))
+        for folder in ("/tmp", "/var/tmp")
+    )
+
+
 def export_tasks(
     built: list[BuiltTask], out: Path, image: str | None = None
 ) -> tuple[list[Path], list[str]]:
     """Every task that Harbor can carry, and one line per task skipped."""
+    if scratch_environment():
+        raise CursorBenchError(
+            f"cannot export to Harbor from an environment under /tmp or /var/tmp "
+            f"({sys.prefix}): the base image does not hold it (containers mount a tmpfs "
+            "there); export from a checkout elsewhere"
+        )
     image = image or base_image()
     out.mkdir(parents=True, exist_ok=True)
     written, skipped = [], []

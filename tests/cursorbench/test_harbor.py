@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.harbor import ExportSkipped, export_task, export_tasks
+from cursorbench.harbor import ExportSkipped, export_task, export_tasks, scratch_environment
 from cursorbench.loader import tasks_from_options
 from cursorbench.suites import build_many, suite_path
+from harness.errors import CursorBenchError
 from harness.sandbox.image import IMAGE_REPOSITORY
 from tests.cli_runner import cursorbench
 from tests.harbor_env import harbor, harbor_python
@@ -183,6 +184,8 @@ def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_co
     from harness.sandbox.engine import docker_client
     from harness.sandbox.image import ensure_image
 
+    if scratch_environment():  # export refuses it (test_export_refuses_a_scratch_environment)
+        pytest.skip("this checkout's environment is under /tmp: no exported image holds it")
     client = docker_client()
     image = ensure_image(client)
     [built] = build_many(tasks_from_options(["textkit-slugify"]))
@@ -210,3 +213,15 @@ def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_co
             with contextlib.suppress(Exception):
                 client.images.remove(tag, force=True)
     assert rewards == {"reference": "1", "nothing": "0"}
+
+
+def test_export_refuses_a_scratch_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An environment under /tmp is bound into containers at run time, never laid in the
+    base image, so an exported task would find no interpreter: the export says so."""
+    monkeypatch.setattr(sys, "prefix", "/tmp/checkout/.venv")
+    monkeypatch.setattr(sys, "executable", "/tmp/checkout/.venv/bin/python")
+    assert scratch_environment()
+    with pytest.raises(CursorBenchError, match="under /tmp or /var/tmp"):
+        export_tasks([], tmp_path / "out", image="unused")
