@@ -44,7 +44,7 @@ import tempfile
 import uuid
 import zipfile
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -225,11 +225,7 @@ def deleted_names(reference_patch: str, workspace: Path) -> list[str]:
         if path.suffix == ".py":
             text = path.read_text(encoding="utf-8", errors="replace")
             present.update(DEFINED.findall(text))
-    return sorted(
-        name
-        for name in added - present
-        if len(name) >= MIN_NAME and not (name.startswith("__") and name.endswith("__"))
-    )
+    return _spec_names(added - present)
 
 
 def _spec_kind(relative: Path) -> str | None:
@@ -253,11 +249,7 @@ def spec_leaks(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) 
         return []
     word = _named_as_code(names)
     leaks = []
-    for path in _files(workspace):
-        relative = path.relative_to(workspace)
-        kind = _spec_kind(relative)
-        if kind is None or any(fnmatch.fnmatch(str(relative), glob) for glob in allow):
-            continue
+    for path, relative, kind in _spec_files(workspace, allow):
         text = path.read_text(encoding="utf-8", errors="replace")
         if kind == "stub":
             found = sorted(set(DEFINED.findall(text)) & set(names))
@@ -270,6 +262,25 @@ def spec_leaks(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) 
             )
             leaks.append(Leak(f"workspace/{relative}", why))
     return leaks
+
+
+def _spec_files(workspace: Path, allow: Mapping[str, str]) -> Iterator[tuple[Path, Path, str]]:
+    """The workspace's stubs, docs pages and changelogs (path, relative path, kind), less
+    those the task's `leak_allow` names."""
+    for path in _files(workspace):
+        relative = path.relative_to(workspace)
+        kind = _spec_kind(relative)
+        if kind is not None and not any(fnmatch.fnmatch(str(relative), g) for g in allow):
+            yield path, relative, kind
+
+
+def _spec_names(names: Iterable[str]) -> list[str]:
+    """The names a spec could be told by: long enough to be distinctive, not dunders."""
+    return sorted(
+        name
+        for name in names
+        if len(name) >= MIN_NAME and not (name.startswith("__") and name.endswith("__"))
+    )
 
 
 def _named_as_code(names: Sequence[str]) -> re.Pattern[str]:
@@ -290,11 +301,7 @@ def removed_definitions(original: Path, workspace: Path, skip: Iterable[Path] = 
         return names
 
     skipped = set(skip)
-    return sorted(
-        name
-        for name in defined(original) - defined(workspace)
-        if len(name) >= MIN_NAME and not (name.startswith("__") and name.endswith("__"))
-    )
+    return _spec_names(defined(original) - defined(workspace))
 
 
 def strip_spec(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) -> list[str]:
@@ -306,11 +313,7 @@ def strip_spec(workspace: Path, names: Sequence[str], allow: Mapping[str, str]) 
         return []
     word = _named_as_code(names)
     changed = []
-    for path in _files(workspace):
-        relative = path.relative_to(workspace)
-        kind = _spec_kind(relative)
-        if kind is None or any(fnmatch.fnmatch(str(relative), glob) for glob in allow):
-            continue
+    for path, relative, kind in _spec_files(workspace, allow):
         text = path.read_text(encoding="utf-8", errors="replace")
         stripped = _strip_stub(text, set(names)) if kind == "stub" else _strip_docs(text, word)
         if stripped != text:
