@@ -34,7 +34,7 @@ import subprocess
 import sys
 import sysconfig
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from harness.home import build_cache
@@ -394,6 +394,22 @@ def _visible(root: Path, hidden: set[Path], above: set[Path]) -> list[Path]:
     if root not in above or not root.is_dir() or root.is_symlink():
         return [root]
     return [part for child in sorted(root.iterdir()) for part in _visible(child, hidden, above)]
+
+
+def under_any(roots: Iterable[Path]) -> Callable[[str], bool]:
+    """Whether a path is one of `roots` or inside one: a set lookup per ancestor, so checking
+    every file of a view against hundreds of roots stays linear."""
+    index = {str(root) for root in roots}
+
+    def inside(path: str) -> bool:
+        while path not in index:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return False
+            path = parent
+        return True
+
+    return inside
 
 
 def scan_roots(hidden: Sequence[Path] = ()) -> list[Path]:

@@ -301,23 +301,22 @@ def test_the_python_environment_shows_no_left_out_distribution(box: Sandbox) -> 
 
 
 def test_the_leak_scan_covers_every_file_a_sandbox_can_read(box: Sandbox, tmp_path: Path) -> None:
-    from harness.sandbox.view import python_left_out, scan_roots, system_tree
+    from harness.sandbox.view import python_left_out, scan_roots, system_tree, under_any
 
     prune = " -o ".join(f"-path {p}" for p in ("/proc", "/dev", "/tmp", "/var/tmp", "/workspace"))
     done = box.run(f"find / \\( {prune} \\) -prune -o ! -type d -print > /workspace/seen", 120)
     assert done.exit_code == 0, done.output
     seen = (Path(box.host_workspace) / "seen").read_text().splitlines()  # type: ignore[attr-defined]
     tree, roots = system_tree(), scan_roots()
-    python = [root for root in roots if root != tree]
+    in_python = under_any(root for root in roots if root != tree)
     covered = {str(path) for path in python_left_out()}  # shown as empty files: nothing to read
 
     def scanned(inside: str) -> bool:
-        host = Path(inside)
         if inside in covered:
             return True
         if (tree / inside.lstrip("/")).exists() or (tree / inside.lstrip("/")).is_symlink():
             return True
-        return any(host == root or root in host.parents for root in python)
+        return in_python(inside)
 
     assert len(seen) > 1000
     assert [path for path in seen if not scanned(path)] == []
