@@ -43,7 +43,6 @@ import datetime as dt
 import functools
 import hashlib
 import json
-import shlex
 import sys
 import tempfile
 import time
@@ -53,6 +52,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cursorbench import answer, leaks
+from cursorbench.coverage_check import MIN_COVERAGE, coverage_share, python_lines_removed
 from cursorbench.perturb import (
     PERTURB_VERSION,
     VALIDATION_PERTURBATIONS,
@@ -72,7 +72,7 @@ from cursorbench.workspace import (
     tree_digest,
 )
 from harness import canaries
-from harness.grading import PYTEST_ENV, grade, pytest_config
+from harness.grading import grade
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
@@ -84,8 +84,6 @@ RUNS_VERSION = "2"  # of the cached pristine, perturbed and broken runs
 MIN_FAIL_TO_PASS = 5
 MAX_SPILL_SHARE = 0.10  # of the stable tests outside the hidden files
 MAX_SPILL = 25
-MIN_COVERAGE = 0.5
-COVERAGE_MARK = "CURSORBENCH-COVERAGE "
 # What a test prints when it reaches for the network inside the sandbox, which has none.
 NETWORK_ERRORS = (
     "socket.gaierror", "Temporary failure in name resolution", "Name or service not known",
@@ -404,8 +402,8 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
         problems += _grading_problems(built, sandboxes, scratch, record)
         for extra in EXTRA_CHECKS:
             problems += extra(built, sandboxes, scratch, record)
-        record.coverage = coverage_share(built, sandboxes, scratch)
-        if record.coverage is None and not _python_lines_removed(built):
+        record.coverage = coverage_share(built, sandboxes, scratch, listed_tests(built).test_args)
+        if record.coverage is None and not python_lines_removed(built):
             pass  # the answer is configuration only (a devops task): nothing to cover
         elif record.coverage is None:
             if kind.needs_coverage(task.verification):  # not docs: docstrings are no statements
@@ -570,105 +568,3 @@ def _import_problems(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path)
         if not str(where).startswith(sandbox.root)
     ]
     return problems
-
-
-def _python_lines_removed(built: BuiltTask) -> bool:
-    return any(path.endswith(".py") for path in answer.removed_lines(built))
-
-
-def coverage_args(built: BuiltTask) -> list[str] | None:
-    """The tests whose coverage counts. For a feature deletion the hidden tests alone: a
-    visible test that happens to run the feature does not show the hidden tests test it.
-    For a rewrite (refactor, migration, optimize: the original is the target and nothing
-    is deleted) the whole suite: its tests guard the behaviour, while the hidden tests
-    check the shape of the rewrite and need not run it."""
-    test_args = listed_tests(built).test_args
-    if built.task.mutation.kind == "rewrite":
-        return list(test_args)
-    check = built.task.verification
-    hidden = sorted(f for f in kind_of(check).failing_by_design(check) if f.endswith(".py"))
-    return hidden_only_args(test_args, hidden) if hidden else None
-
-
-def coverage_share(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> float | None:
-    """Share of the removed executable lines that the tests of `coverage_args` execute on
-    the reference."""
-    removed = {p: sorted(lines) for p, lines in answer.removed_lines(built).items()}
-    removed = {p: lines for p, lines in removed.items() if p.endswith(".py")}
-    if not removed:
-        return None
-    layer = scratch / "cov-overlay"
-    if built.hidden.is_dir():
-        import shutil
-
-        shutil.rmtree(layer, ignore_errors=True)
-        shutil.copytree(built.hidden, layer)
-    sandbox = sandboxes.open(built.workspace, scratch / "cov", layer, track_changes=False)
-    try:
-        sandbox.apply_patch(built.reference_patch)
-        config = pytest_config(built.workspace) or ""
-        args = coverage_args(built)
-        if args is None:
-            return None
-        args += ["-q", "-p", "no:cacheprovider"]
-        args += ["-o", "addopts=", "--continue-on-collection-errors", f"--rootdir={sandbox.root}"]
-        args += ["-c", f"{sandbox.root}/{config}"] if config else []
-        script = _COVERAGE_SCRIPT.format(
-            root=sandbox.root, files=json.dumps(removed), args=shlex.join(args)
-        )
-        done = sandbox.execute(
-            [sys.executable, "-P", "-c", script],
-            timeout=built.task.limits.test_timeout_s * 3,
-            read_only=True,
-            env=PYTEST_ENV,
-        )
-    finally:
-        sandbox.close()
-    line = next((x for x in done.output.splitlines() if x.startswith(COVERAGE_MARK)), None)
-    if line is None:
-        return None
-    counts = json.loads(line.removeprefix(COVERAGE_MARK))
-    statements = sum(total for total, _ in counts.values())
-    executed = sum(ran for _, ran in counts.values())
-    return round(executed / statements, 3) if statements else None
-
-
-# pytest options that take the next word as their value (when not written `--opt=value`).
-VALUE_OPTIONS = {
-    "-p", "-k", "-m", "-o", "-W", "-c", "--ignore", "--ignore-glob", "--deselect",
-    "--confcutdir", "--rootdir", "--override-ini", "--pythonwarnings",
-}  # fmt: skip
-
-
-def hidden_only_args(test_args: list[str], hidden: list[str]) -> list[str]:
-    """The task's pytest arguments with its paths replaced by the hidden test files: the
-    same options (`-p pytest_mock`, `-k ...`, `--doctest-modules`), fewer tests."""
-    kept: list[str] = []
-    words = iter(test_args)
-    for word in words:
-        if word.startswith("-"):
-            kept.append(word)
-            if word in VALUE_OPTIONS:
-                kept.append(next(words, ""))
-    return [*kept, *hidden]
-
-
-_COVERAGE_SCRIPT = """
-import json, shlex, coverage, pytest
-root = {root!r}
-files = json.loads({files!r})
-include = [root + "/" + p for p in files]
-cov = coverage.Coverage(data_file="/tmp/.cursorbench-coverage", include=include)
-cov.start()
-pytest.main(shlex.split({args!r}))
-cov.stop()
-counts = {{}}
-for rel, lines in files.items():
-    try:
-        _, statements, _, missing, _ = cov.analysis2(root + "/" + rel)
-    except Exception:
-        statements, missing = [], []
-    wanted = set(statements) & set(lines)
-    counts[rel] = [len(wanted), len(wanted - set(missing))]
-print({mark!r} + json.dumps(counts))
-""".replace("{mark!r}", repr(COVERAGE_MARK))

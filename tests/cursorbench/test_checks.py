@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.checks import hidden_only_args, network_problem, stub_changes, validate_full
+from cursorbench.checks import network_problem, stub_changes, validate_full
+from cursorbench.coverage_check import hidden_only_args
 from cursorbench.loader import load_tasks
 from cursorbench.suites import suite_path
 from cursorbench.testruns import SuiteRun
