@@ -1,70 +1,36 @@
 """The command server: runs inside a sandbox and spawns one confined process per command.
 
-It is started once per sandbox (as the container's PID 1 under Docker, as the child of
-bubblewrap's init under bubblewrap), as root without capabilities beyond SETUID, SETGID
-and KILL, with no_new_privs, in the sandbox's own PID, mount, network and IPC namespaces,
-and listens on a Unix socket in a folder only root may enter, or on a listening socket it
-inherited (`fd:N`, bubblewrap: then no path inside the sandbox leads to it). Run as
-`python -I -c SOURCE SOCKET SECCOMP_FILE HOST_PIDNS [FRESH_FOLDER ...]` (or with the source
-read from a pipe, `/dev/fd/N`; SECCOMP_FILE may be ""): it imports nothing but the standard
-library, since it runs under the sandbox's Python, not the harness's packages.
+Why it exists, what it confines and what differs from a namespace per command are in
+docs/sandboxes.md ("Fast confined commands under bubblewrap", "Nothing outlives its
+command"); this is the protocol and the mechanics.
 
-It refuses to start (exit 2, one line on stderr) unless it is in a PID namespace of its own:
-HOST_PIDNS is its launcher's (`readlink /proc/self/ns/pid` there, `pid:[N]`), and its own must
-be neither that one nor the host's first (whose inode the kernel fixes). The end of each
-command may kill every other process of the namespace; on a host that would be the host's.
+Started once per sandbox (the container's PID 1 under Docker, the child of bubblewrap's
+init under bubblewrap) as `python -I -c SOURCE SOCKET SECCOMP_FILE HOST_PIDNS
+[FRESH_FOLDER ...]` (the source may come from a pipe, `/dev/fd/N`; SECCOMP_FILE may be
+""). It imports only the standard library: it runs under the sandbox's Python. It refuses
+to start (exit 2, one line on stderr) unless its PID namespace is neither its launcher's
+(HOST_PIDNS, `pid:[N]`) nor the host's first: the end of a command may kill every other
+process of the namespace. At start it confines itself as far as a command is confined,
+short of its user (groups cleared, no inheritable or ambient capability, no_new_privs,
+seccomp where bubblewrap has not installed it, umask 022, OOM score 1000, every
+descriptor close-on-exec).
 
-At start the server confines itself as far as a command is confined, short of its user:
-supplementary groups cleared, no inheritable or ambient capability, no_new_privs, the
-harness's seccomp filter (where bubblewrap has not installed it already), umask 022, first
-in line for the OOM killer, every descriptor close-on-exec. What a command inherits from
-it is then what a command may have.
-
-One request per connection: a length-prefixed JSON header (argv, env, cwd, uid, file size
-limit) and, passed as descriptors (SCM_RIGHTS), the command's output pipe, its stdin and,
-for a report, the pipe it may append to (fd 3). The host keeps the other ends and reads
-them exactly as it reads a local subprocess (`process.collect`), so output caps, timeouts
-and the report channel work the same. Per command the server caps file sizes (its own
-hard limit, which its children inherit and cannot raise) and `posix_spawn`s the command
-in a new session with the descriptors in place and POSIX_SPAWN_RESETIDS: for the spawn
-alone the real uid and gid of the thread that spawns are the command's, so the child's
-effective ids become the command's before it execs, and at exec the kernel sets its saved
-ids to match and, as none of them is root, leaves it no capability. posix_spawn is a vfork:
-a fork of a Python process and an exec from it cost more than the rest of a command put
-together.
-
-Each command is born in a cgroup of its own when the host passes one (`cmdgroups.py`: the
-descriptors of its `cgroup.procs`, `cgroup.kill` and `cgroup.events`, and of the home's
-`cgroup.procs`): the spawner moves the server into the command's folder, spawns, and moves
-it back, so everything the command starts is inside, whatever session, process group or
-state it takes. When the command exits, or the host sends `K` (timeout, too much output) or
-hangs up, the server writes `cgroup.kill`, and kills by `kill(2)` each process the folder
-still lists (a leader gone by SYS_exit ignores `cgroup.kill`: `cmdgroups.py`), until the
-folder is empty. Without a
-cgroup (the host could make none, and says so) every process of the namespace but its init
-and the server is stopped (SIGSTOP, until a pass finds none running, so none can fork),
-then SIGKILLed, until none is left; a thread-group leader whose threads outlive it (state Z
-with live tasks) counts as alive. Either way background children die with the command, as
-they do when a per-command PID namespace ends, and the reply says which way (`ended_by`).
-Each FRESH_FOLDER (bubblewrap: /tmp, /var/tmp) is then emptied, as the
-command's user, so the next command finds it empty as in a namespace of its own. Then the
-exit status, the workspace's free space and `reset` go back as one JSON line; `reset` is
-true when the sandbox kept state the server could not clear (a process that outlived every
-kill, a fresh folder it could not empty, a System V IPC object) and the host should start a
-fresh sandbox before the next command. Commands run one at a time: a second connection
-waits until the first ends.
-
-Commands can neither signal nor trace the server: a signal to a process (`kill PID`,
-`kill -1`, `pkill`) is checked against its main thread's ids, root's throughout. Spawns
-run on a second thread, the spawner, and only its ids change, by system call (the C
-library's wrappers would change every thread's), and only until the spawn returns: the new
-command, which runs from its exec on, may meet the spawner with its own real uid. So a
-command that sent SIGKILL to that thread by its thread id (`tgkill`) at that moment would
-kill the server, and get a fresh sandbox for its next command, as after any server death
-(the host replaces a server that dies); nothing else of the server is within its reach
-(tracing and /proc/PID/mem need every id to match, and the effective one is root's). On an
-architecture whose system call numbers are not listed here the whole process changes ids
-for the spawn, and `kill -1` in that window reaches it too.
+One request per connection on SOCKET (a path only root may enter, or an inherited `fd:N`):
+a length-prefixed JSON header (argv, env, cwd, uid, file size limit) and, by SCM_RIGHTS,
+the command's output pipe, its stdin, the report pipe (fd 3) and, when the host made one,
+the descriptors of the command's cgroup (`cmdgroups.FDS`). The command is
+`posix_spawn`ed (a vfork) with POSIX_SPAWN_RESETIDS from a second thread, the spawner,
+whose real ids alone are set to the command's for the spawn (by system call: the C
+library's wrappers would change every thread's), in a new session, inside its cgroup.
+When it exits, or the host sends `K` or hangs up, its cgroup is killed (`cgroup.kill`,
+then `kill(2)` of each process still listed, since a leader gone by SYS_exit ignores
+`cgroup.kill`) or, without a cgroup, every other process of the namespace is stopped and
+killed (a zombie leader with live threads counts as alive). Each FRESH_FOLDER is emptied
+as the command's user. The reply is one JSON line: exit status, the workspace's free
+space, `ended_by`, and `reset` when state could not be cleared (a process that outlived
+every kill, a folder not emptied, a System V IPC object) and the host should start a fresh
+sandbox. Commands run one at a time. On an architecture whose id system calls are not in
+`_ID_CALLS` the whole process changes ids for the spawn.
 """
 
 import contextlib
