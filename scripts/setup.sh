@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine for CursorBench: Debian packages (bubblewrap, git, chromium, faketime
-# for validation's shifted-clock runs, and as root docker.io for the docker sandbox backend),
+# for validation's shifted-clock runs, gettext for humanize's tests, and as root docker.io for
+# the docker sandbox backend),
 # a virtual environment in .venv, and the project with its dev extras.
 # Safe to run again: it only does what is missing.
 set -euo pipefail
@@ -12,6 +13,8 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)  # the dashboard's browser tests (Playwright)
 # libfaketime: task validation and `tasks health` run tests with the clock shifted
 ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need_apt+=(faketime)
+# gettext: the translation tests of v1's humanize tasks run msgfmt, xgettext and msgmerge
+command -v msgfmt >/dev/null 2>&1 || need_apt+=(gettext)
 # The docker sandbox backend: the harness starts its own engine (harness/sandbox/engine.py).
 if [ "$(id -u)" = 0 ] || [ -n "${CI:-}" ]; then
   command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)

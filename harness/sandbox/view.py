@@ -46,6 +46,7 @@ PACKAGES = (
     "bash", "dash", "coreutils", "findutils", "grep", "sed", "mawk", "diffutils", "git",
     "tar", "gzip", "procps", "libc-bin", "debianutils", "sensible-utils",
     "tzdata", "libfaketime",  # time zones, and the shifted clock of validation and health
+    "gettext",  # msgfmt, xgettext, msgmerge: humanize's translation tests (v1) run them
 )  # fmt: skip
 # Of util-linux, whose rest (mount, nsenter, ...) stays out: what scripts and tests use.
 PROGRAMS = (
