@@ -107,14 +107,14 @@ class PolicyChatModel:
             return messages
         head = messages[:2]  # system prompt and the task
         note = {"role": "user", "content": CONTINUE + self.summary}
-        return [*head, note, *messages[self.summarized_upto :]]
+        return [*head, note, *messages[self.summarized_upto :]]  # what came after it
 
     def _fits(self, ids: list[int]) -> bool:
         return len(ids) + self.max_tokens <= self.context_length
 
     def _summarize(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> None:
-        """Ask the policy for a summary of everything after the task; keep the last message."""
-        history = " ".join(str(m.get("content") or "") for m in messages[2:-1])
+        """Ask the policy for a summary of everything after the task."""
+        history = " ".join(str(m.get("content") or "") for m in messages[2:])
         request = [*messages[:2], {"role": "user", "content": f"{SUMMARIZE} {history}"}]
         ids = self.tokenizer.encode(render_prompt(request, tools))
         while not self._fits(ids) and history:  # the oldest history goes first
@@ -124,7 +124,7 @@ class PolicyChatModel:
         segment = self._sample(ids, "summary")
         text = self.tokenizer.decode(segment.tokens, skip_special=True)
         self.summary = text.strip() or "(none)"
-        self.summarized_upto = len(messages) - 1
+        self.summarized_upto = len(messages)
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ModelReply:
         ids = self.tokenizer.encode(render_prompt(self._view(messages), tools))

@@ -114,9 +114,7 @@ class Learner:
         config = self.config
         advantages = group_advantages(self.rewards(rollouts), config.group_size)
         rows = [s for r in rollouts for s in r.segments]
-        row_advantage = torch.tensor(
-            [float(a) for r, a in zip(rollouts, advantages, strict=True) for _ in r.segments]
-        )
+        row_advantage = segment_advantages(rollouts, advantages)
         self.model.train()
         logp, mask = segment_logprobs(self.model, rows, config.replay_routes)
         old = padded([s.logprobs for s in rows], logp.shape[1])
@@ -163,6 +161,14 @@ class Learner:
         )
         self.worker_view = apply_delta(self.worker_view, delta, self.version - 1)
         return delta
+
+
+def segment_advantages(rollouts: list[Rollout], advantages: torch.Tensor) -> torch.Tensor:
+    """One advantage per segment: its rollout's (a self-summarized rollout's segments all
+    carry the final reward's advantage)."""
+    return torch.tensor(
+        [float(a) for r, a in zip(rollouts, advantages, strict=True) for _ in r.segments]
+    )
 
 
 def feedback_loss(

@@ -1,14 +1,17 @@
 """Micro-tasks: feature deletions small enough for a toy model to learn to fill.
 
-Each task is a one-function module whose body was deleted (`raise NotImplementedError`
-left in its place) and hidden tests that fail until it is restored: the harness's own task
-format (`PreparedTask` with pytest `fail_to_pass` tests), plus the evals' `code_quality`
-grader as a behaviour check, so an attempt's verdict carries an auxiliary score. The
-reference fill of every task is one line, `return a <op> b`; which operator the prompt
-asks for is what a policy has to learn.
+Each task is a harness task file (`cursorbench.task.Task`, the suite's own format) over a
+one-function repository whose body the feature-deletion builder replaces with
+`raise NotImplementedError`; hidden tests fail until it is restored, and the evals'
+`code_quality` grader runs as a behaviour check, so a verdict carries an auxiliary score.
+The reference fill is one line, `return a <op> b`; which operator the request asks for is
+what a policy has to learn.
 
-Train and held-out tasks ask for the same operations in different words, so a held-out
-score measures the mapping from the request to the code, not memorised prompts.
+`write_micro_tasks` writes the task files (train and held-out wordings of the same
+operations, so a held-out score measures the mapping from request to code, not memorised
+prompts); `build_micro_tasks` builds them with the suite's builder into `PreparedTask`s,
+the same objects an evaluation attempts. The gate scores a checkpoint on the held-out task
+files through `cursorbench.api.run` like any suite.
 """
 
 from __future__ import annotations
@@ -16,15 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.kinds.behaviour import BehaviourCheck, BehaviourVerification
-from harness.kinds.both import BothVerification
-from harness.kinds.pytest_kind import Verification
-from harness.spec import Limits, PreparedTask
+import yaml
+
+from cursorbench.loader import load_task
+from cursorbench.workspace import build
+from harness.spec import PreparedTask
 
 MODULE = "calc.py"
 DELETED = "raise NotImplementedError"
-SYSTEM_PROMPT = "Fill in the missing code in {root}."
-TOOLS = ["edit_file"]
 # operation -> (operator, hidden test cases (a, b))
 OPERATIONS: dict[str, tuple[str, list[tuple[int, int]]]] = {
     "sum": ("+", [(2, 3), (-1, 7), (10, 0)]),
@@ -50,49 +52,66 @@ def _tests(operation: str) -> str:
     symbol, cases = OPERATIONS[operation]
     lines = ["from calc import combine", ""]
     for index, (a, b) in enumerate(cases):
-        lines += [
-            f"def test_case_{index}():",
-            f"    assert combine({a}, {b}) == {a} {symbol} {b}",
-            "",
-        ]
+        check = f"    assert combine({a}, {b}) == {a} {symbol} {b}"
+        lines += [f"def test_case_{index}():", check, ""]
     return "\n".join(lines)
 
 
-def build_task(root: Path, operation: str, held_out: bool = False) -> MicroTask:
-    """One task under `root/<id>`: workspace, hidden tests and the harness spec."""
-    task_id = f"micro-{operation}{'-held' if held_out else ''}"
-    folder = root / task_id
-    workspace, hidden = folder / "workspace", folder / "hidden"
-    (workspace / "tests").mkdir(parents=True, exist_ok=True)
-    (hidden / "tests").mkdir(parents=True, exist_ok=True)
-    (workspace / MODULE).write_text(f"def combine(a, b):\n    {DELETED}\n")
-    (workspace / "tests" / "__init__.py").write_text("")
-    (hidden / "tests" / f"test_{operation}.py").write_text(_tests(operation))
-    node = f"tests/test_{operation}.py"
-    cases = len(OPERATIONS[operation][1])
-    pytest = Verification(
-        test_args=[node],
-        hidden_tests=[node],
-        fail_to_pass=[f"{node}::test_case_{i}" for i in range(cases)],
-    )
-    verification = BothVerification(
-        pytest=pytest,
-        behaviour=BehaviourVerification(checks=[BehaviourCheck(grader="code_quality")]),
-    )
-    wording = HELD_OUT_WORDING if held_out else TRAIN_WORDING
-    task = PreparedTask(
-        id=task_id,
-        prompt=wording.format(op=operation),
-        workspace=workspace,
-        hidden_dir=hidden,
-        verification=verification,
-        limits=Limits(max_turns=3, wall_time_s=120.0, test_timeout_s=60.0),
-        system_prompt=SYSTEM_PROMPT,
-        tools=TOOLS,
-    )
-    return MicroTask(task=task, operation=operation)
+def _repo(root: Path, operation: str) -> Path:
+    repo = root / "repos" / operation
+    (repo / "tests").mkdir(parents=True, exist_ok=True)
+    symbol = OPERATIONS[operation][0]
+    (repo / MODULE).write_text(f"def combine(a, b):\n    return a {symbol} b\n")
+    (repo / "tests" / "__init__.py").write_text("")
+    (repo / "tests" / "test_calc.py").write_text(_tests(operation))
+    return repo
 
 
-def micro_tasks(root: Path, held_out: bool = False) -> list[MicroTask]:
-    """The train set (or the held-out set): one task per operation."""
-    return [build_task(root, operation, held_out) for operation in OPERATIONS]
+def task_id(operation: str, held_out: bool) -> str:
+    return f"micro-{operation}{'-held' if held_out else ''}"
+
+
+def write_micro_tasks(root: Path, held_out: bool = False) -> list[Path]:
+    """Task files (one per operation) under `root/tasks`; their repositories beside them."""
+    (root / "tasks").mkdir(parents=True, exist_ok=True)
+    paths = []
+    for operation, (symbol, cases) in OPERATIONS.items():
+        _repo(root, operation)
+        node = "tests/test_calc.py"
+        spec = {
+            "id": task_id(operation, held_out),
+            "suite_version": "micro-0.1",
+            "category": "new_feature",
+            "prompt": (HELD_OUT_WORDING if held_out else TRAIN_WORDING).format(op=operation),
+            "source": {"kind": "folder", "path": f"../repos/{operation}"},
+            "mutation": {
+                "kind": "feature_deletion",
+                "operations": [
+                    {
+                        "op": "replace_text",
+                        "file": MODULE,
+                        "old": f"return a {symbol} b",
+                        "new": DELETED,
+                    }
+                ],
+            },
+            "verification": {
+                "test_args": [node],
+                "hidden_tests": [node],
+                "fail_to_pass": [f"{node}::test_case_{i}" for i in range(len(cases))],
+            },
+            "limits": {"max_turns": 3, "wall_time_s": 120, "test_timeout_s": 60},
+            "behaviour_checks": ["code_quality"],
+        }
+        path = root / "tasks" / f"{spec['id']}.yaml"
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        paths.append(path)
+    return paths
+
+
+def build_micro_tasks(root: Path, held_out: bool = False) -> list[MicroTask]:
+    """The train set (or the held-out set), built by the suite's builder."""
+    built = []
+    for path, operation in zip(write_micro_tasks(root, held_out), OPERATIONS, strict=True):
+        built.append(MicroTask(build(load_task(path)).prepared(), operation))
+    return built
