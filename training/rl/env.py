@@ -171,6 +171,10 @@ class HarnessEnv:
     _tokenizer: CodeTokenizer | None = None
     _count: int = 0
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a worker process gets: the settings, not this process's backend or model."""
+        return {**self.__dict__, "_env": None, "_tokenizer": None}
+
     def _open(self, model: PolicyChatModel | None = None) -> AttemptEnvironment:
         if self._env is None:
             plan = SandboxPlan()

@@ -47,7 +47,7 @@ class RLConfig(BaseModel):
     max_lag: int = Field(default=1, ge=0)
     inflight: bool = True
     checkpoint_every: int = Field(default=4, ge=1)
-    warm_start_steps: int = Field(default=120, ge=0)
+    warm_start_steps: int = Field(default=100, ge=0)
     context_length: int = 1536
     sandbox: str = "auto"
     held_out_samples: int = Field(default=2, ge=1, description="Samples per held-out task.")
@@ -142,12 +142,15 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
         config.out / TOKENIZER_FILE, config.out / "rollouts", config.context_length,
         config.learner.max_tokens, config.sandbox,
     )  # fmt: skip
+    scorer = HarnessEnv(**{**env.__getstate__(), "work_dir": config.out / "held-out"})
     metrics_path = config.out / "metrics.jsonl"
     records: list[dict[str, Any]] = []
 
     def checkpoint(extra: dict[str, Any]) -> dict[str, Any]:
         saved = _save(config, learner, tokens)
-        scores = held_out_score(learner.model, env, held, config.held_out_samples, learner.version)
+        scores = held_out_score(
+            learner.model, scorer, held, config.held_out_samples, learner.version
+        )
         record = {"checkpoint": saved.path.name, "version": learner.version, **scores, **extra}
         if config.db_url:
             record["gate"] = _gate(config, saved, held_paths, log)
