@@ -120,7 +120,7 @@ class Orchestrator:
             self.stats.full_bytes += delta.full_bytes
             for worker in self.workers:
                 worker.push(delta)
-            if not self.inflight:
+            if not self.inflight and done + 1 < steps:  # the next step's groups, at the new version
                 for _ in range(self.groups_per_step):
                     self._submit_group()
             self.stats.steps.append(metrics)

@@ -52,7 +52,9 @@ class RLConfig(BaseModel):
     sandbox: str = "auto"
     held_out_samples: int = Field(default=2, ge=1, description="Samples per held-out task.")
     db_url: str | None = Field(default=None, description="Gate each checkpoint into it.")
-    training_run: str = "micro-rl"
+    training_run: str | None = Field(
+        default=None, description="The leaderboard's name for the run [default: rl-<out's name>]."
+    )
     seed: int = 0
     learner: LearnerConfig = Field(
         default_factory=lambda: LearnerConfig(group_size=4, max_tokens=96, lr=2e-3)
@@ -125,7 +127,8 @@ def _gate(config: RLConfig, checkpoint: Checkpoint, held_out: list[Path], log: L
         concurrency=1,
     )
     runs = config.out / "gate-runs"
-    with CheckpointGate(gate_config, config.training_run, config.db_url or "", runs, log) as gate:
+    name = config.training_run or f"rl-{config.out.resolve().name}"
+    with CheckpointGate(gate_config, name, config.db_url or "", runs, log) as gate:
         return gate.gate(checkpoint).decision
 
 
