@@ -90,6 +90,8 @@ def _start(config: RLConfig, tokenizer: CodeTokenizer, log: Log) -> tuple[Learne
         optimizer = found.path / OPTIMIZER_FILE
         if optimizer.exists():
             learner.optimizer.load_state_dict(torch.load(optimizer, weights_only=True))
+            for group in learner.optimizer.param_groups:  # the config's rate, not the saved one
+                group["lr"] = config.learner.lr
         log(f"resumed from {found.path.name} (version {found.step})")
         return learner, int(found.state.get("tokens_seen", 0))
     model = micro_model(tokenizer, config.seed, config.context_length)
