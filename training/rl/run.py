@@ -57,7 +57,7 @@ class RLConfig(BaseModel):
     )
     seed: int = 0
     learner: LearnerConfig = Field(
-        default_factory=lambda: LearnerConfig(group_size=4, max_tokens=96, lr=2e-3)
+        default_factory=lambda: LearnerConfig(group_size=4, max_tokens=96, lr=3e-4)
     )
 
 
