@@ -7,6 +7,7 @@ is given), metrics logged, resumable from the latest complete checkpoint.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from training.checkpoint import (
     OPTIMIZER_FILE,
     Checkpoint,
+    checkpoint_name,
     latest_checkpoint,
     load_model,
     save_checkpoint,
@@ -86,7 +88,7 @@ def _start(config: RLConfig, tokenizer: CodeTokenizer, log: Log) -> tuple[Learne
     found = latest_checkpoint(config.out / "checkpoints")
     if found is not None:
         model = load_model(found.path)
-        learner = Learner(model, config.learner, version=found.step)
+        learner = Learner(model, config.learner, _reference(config), found.step)
         optimizer = found.path / OPTIMIZER_FILE
         if optimizer.exists():
             learner.optimizer.load_state_dict(torch.load(optimizer, weights_only=True))
@@ -97,8 +99,16 @@ def _start(config: RLConfig, tokenizer: CodeTokenizer, log: Log) -> tuple[Learne
     model = micro_model(tokenizer, config.seed, config.context_length)
     loss = warm_start(model, tokenizer, config.warm_start_steps, config.seed)
     log(f"warm start: {config.warm_start_steps} SFT steps, loss {loss:.4f}")
-    learner = Learner(model, config.learner)
+    learner = Learner(model, config.learner, copy.deepcopy(model) if config.learner.beta else None)
     return learner, 0
+
+
+def _reference(config: RLConfig) -> Transformer | None:
+    """The KL reference (the warm start, step 0), when the reward carries a KL term."""
+    first = config.out / "checkpoints" / checkpoint_name(0)
+    if not config.learner.beta or not first.exists():
+        return None
+    return load_model(first).eval()
 
 
 def held_out_score(
