@@ -3,6 +3,7 @@ observed lag stays within the bound while updates land mid-rollout, delta sync i
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from training.model import ModelConfig, MoE, MoEConfig, Transformer
@@ -86,6 +87,7 @@ def test_lag_zero_gives_importance_ratio_one() -> None:
     assert stats.steps[-1].version == 3
 
 
+@pytest.mark.slow  # 12 learner steps with two worker processes: 15-45 s here
 def test_inflight_rl_keeps_the_lag_within_the_bound_and_the_reward_rises() -> None:
     model = moe_policy()
     config = LearnerConfig(group_size=4, max_tokens=16, lr=3e-2)
