@@ -1,0 +1,192 @@
+"""The learner: one Dr. GRPO step on a batch of rollout groups, then a weight delta for the
+workers.
+
+Per step: rewards (the environment's, k1 KL subtracted in the reward when `beta` > 0),
+advantages per fixed group without std scaling, the clipped surrogate on every segment of
+every rollout (a self-summarized rollout's segments all carry its final reward), token losses
+summed over a constant (the generation budget), Adam on all parameters, single epoch.
+Segments flagged for text feedback add `lam * KL(student || teacher)` on their own tokens.
+
+The behaviour log-probs are the sampler's (recorded per token with its version), so the
+importance ratio corrects for staleness; with lag 0 and router replay it is 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from training.model import Transformer
+from training.rl.policy import Segment, padded, segment_logprobs
+from training.rl_losses import (
+    Aggregation,
+    KLEstimator,
+    aggregate_token_loss,
+    clipped_surrogate,
+    group_advantages,
+    kl_estimate,
+)
+from training.text_feedback import align_teacher, text_feedback_loss
+from training.weight_sync import Delta, Mode, apply_delta, encode_delta
+
+
+class LearnerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lr: float = Field(default=1e-3, gt=0)
+    group_size: int = Field(default=4, ge=2)
+    max_tokens: int = Field(default=64, ge=1, description="Generation budget per segment.")
+    aggregation: Aggregation = "dr_grpo"
+    eps_low: float = 0.2
+    eps_high: float = 0.2
+    beta: float = Field(default=0.0, ge=0, description="k1 KL in the reward (0: off).")
+    kl_estimator: KLEstimator = "k1"
+    replay_routes: bool = True
+    text_feedback_lambda: float = Field(default=0.0, ge=0)
+    sync_mode: Mode = "lossless"
+
+
+@dataclass
+class Rollout:
+    """One agent attempt: its segments (model calls), its reward, its group (prompt)."""
+
+    task_id: str
+    group: int  # rollouts of one group answer the same task, laid out together
+    segments: list[Segment]
+    reward: float
+    details: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def versions(self) -> list[int]:
+        return [v for s in self.segments for v in s.versions]
+
+
+@dataclass
+class StepMetrics:
+    version: int  # after the step
+    mean_reward: float
+    loss: float
+    tokens: int
+    max_lag: int
+    ratio_mean: float
+    ratio_max_dev: float  # max |ratio - 1| over tokens
+    feedback_kl: float = 0.0
+    sync_bytes: int = 0
+    sync_ratio: float = 0.0
+
+
+def _state(model: Transformer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+
+class Learner:
+    def __init__(
+        self,
+        model: Transformer,
+        config: LearnerConfig,
+        reference: Transformer | None = None,
+        version: int = 0,
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.reference = reference
+        self.version = version
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+        self.worker_view = _state(model)  # what the workers hold (bf16 deltas round)
+
+    def rewards(self, rollouts: list[Rollout]) -> torch.Tensor:
+        base = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
+        if self.config.beta == 0 or self.reference is None:
+            return base
+        penalties = []
+        with torch.no_grad():
+            for rollout in rollouts:
+                logp, mask = segment_logprobs(self.model, rollout.segments)
+                ref, _ = segment_logprobs(self.reference, rollout.segments)
+                kl = kl_estimate(logp, ref, self.config.kl_estimator) * mask
+                penalties.append(float(kl.sum()))
+        return base - self.config.beta * torch.tensor(penalties)
+
+    def step(self, rollouts: list[Rollout]) -> StepMetrics:
+        """One optimizer step on whole groups (`group_size` rollouts per task, in order)."""
+        config = self.config
+        advantages = group_advantages(self.rewards(rollouts), config.group_size)
+        rows = [s for r in rollouts for s in r.segments]
+        row_advantage = segment_advantages(rollouts, advantages)
+        self.model.train()
+        logp, mask = segment_logprobs(self.model, rows, config.replay_routes)
+        old = padded([s.logprobs for s in rows], logp.shape[1])
+        token_loss = clipped_surrogate(logp, old, row_advantage, config.eps_low, config.eps_high)
+        loss = aggregate_token_loss(
+            token_loss, mask, config.aggregation, config.group_size, float(config.max_tokens)
+        )
+        feedback = self._feedback(rows)
+        if feedback is not None:
+            loss = loss + feedback
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        ratio = torch.exp(logp.detach() - old)[mask.bool()]
+        lag = max((s.lag(self.version) for s in rows), default=0)
+        self.version += 1
+        return StepMetrics(
+            version=self.version,
+            mean_reward=float(torch.tensor([r.reward for r in rollouts]).mean()),
+            loss=float(loss.detach()),
+            tokens=int(mask.sum()),
+            max_lag=lag,
+            ratio_mean=float(ratio.mean()),
+            ratio_max_dev=float((ratio - 1).abs().max()),
+            feedback_kl=float(feedback.detach()) if feedback is not None else 0.0,
+        )
+
+    def _feedback(self, rows: list[Segment]) -> torch.Tensor | None:
+        flagged = [s for s in rows if s.hint]
+        if not flagged or self.config.text_feedback_lambda == 0:
+            return None
+        total = torch.zeros(())
+        for segment in flagged:
+            total = total + feedback_loss(
+                self.model, segment, self.config.text_feedback_lambda, self.config.replay_routes
+            )
+        return total / len(flagged)
+
+    def delta(self) -> Delta:
+        """The weights now, as a delta against what the workers hold (they move to it)."""
+        new = _state(self.model)
+        delta = encode_delta(
+            self.worker_view, new, self.version - 1, self.version, self.config.sync_mode
+        )
+        self.worker_view = apply_delta(self.worker_view, delta, self.version - 1)
+        return delta
+
+
+def segment_advantages(rollouts: list[Rollout], advantages: torch.Tensor) -> torch.Tensor:
+    """One advantage per segment: its rollout's (a self-summarized rollout's segments all
+    carry the final reward's advantage)."""
+    return torch.tensor(
+        [float(a) for r, a in zip(rollouts, advantages, strict=True) for _ in r.segments]
+    )
+
+
+def feedback_loss(
+    model: Transformer, segment: Segment, lam: float, replay_routes: bool = True
+) -> torch.Tensor:
+    """`lam * KL(student || teacher)` over the segment's own tokens: the student sees the
+    context the turn was sampled in, the teacher the same with the hint inserted."""
+    assert segment.hint is not None
+    student_ids = torch.tensor([segment.input_ids])
+    teacher_ids = segment.input_ids[: segment.hint_at] + segment.hint
+    teacher_ids += segment.input_ids[segment.hint_at :]
+    forced = None
+    if replay_routes and segment.routes:
+        forced = {k: v[None, : student_ids.shape[1]] for k, v in segment.routes.items()}
+    student = model(student_ids, forced_routes=forced).logits
+    with torch.no_grad():
+        teacher = model(torch.tensor([teacher_ids])).logits
+    aligned = align_teacher(teacher, segment.hint_at, len(segment.hint))
+    target = torch.zeros(1, student_ids.shape[1])
+    target[0, len(segment.context) - 1 :] = 1.0
+    return text_feedback_loss(student, aligned, target, lam)

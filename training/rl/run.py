@@ -1,0 +1,216 @@
+"""An RL run on micro-tasks, end to end: warm start, asynchronous RL through the harness,
+every checkpoint scored on held-out tasks (and gated into the leaderboard when a database
+is given), metrics logged, resumable from the latest complete checkpoint.
+
+    python -m training.rl run --config rl.yaml        # or: --out DIR --steps N ...
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from training.checkpoint import (
+    OPTIMIZER_FILE,
+    Checkpoint,
+    checkpoint_name,
+    latest_checkpoint,
+    load_model,
+    save_checkpoint,
+)
+from training.model import Transformer
+from training.rl.env import HarnessEnv
+from training.rl.learner import Learner, LearnerConfig, Rollout, StepMetrics
+from training.rl.microtasks import build_micro_tasks, write_micro_tasks
+from training.rl.orchestrator import Orchestrator
+from training.rl.policy import Sampler
+from training.rl.warmstart import micro_model, micro_tokenizer, warm_start
+from training.rl.workers import ProcessWorker, WorkerSpec
+from training.serve import TOKENIZER_FILE
+from training.tokenizer import CodeTokenizer
+
+Log = Callable[[str], None]
+
+
+class RLConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    out: Path
+    steps: int = Field(default=8, ge=1, description="Learner steps in all (a resumed run goes on).")
+    groups_per_step: int = Field(default=3, ge=1)
+    workers: int = Field(default=2, ge=1)
+    max_lag: int = Field(default=1, ge=0)
+    inflight: bool = True
+    checkpoint_every: int = Field(default=4, ge=1)
+    warm_start_steps: int = Field(default=100, ge=0)
+    context_length: int = 1536
+    sandbox: str = "auto"
+    held_out_samples: int = Field(default=2, ge=1, description="Samples per held-out task.")
+    db_url: str | None = Field(default=None, description="Gate each checkpoint into it.")
+    training_run: str | None = Field(
+        default=None, description="The leaderboard's name for the run [default: rl-<out's name>]."
+    )
+    seed: int = 0
+    learner: LearnerConfig = Field(
+        default_factory=lambda: LearnerConfig(group_size=4, max_tokens=96, lr=3e-4)
+    )
+
+
+def _tokenizer(config: RLConfig) -> CodeTokenizer:
+    path = config.out / TOKENIZER_FILE
+    if not path.exists():
+        config.out.mkdir(parents=True, exist_ok=True)
+        micro_tokenizer().save(path)
+    return CodeTokenizer.load(path)
+
+
+def _save(config: RLConfig, learner: Learner, tokens: int) -> Checkpoint:
+    text = (config.out / TOKENIZER_FILE).read_text()
+    return save_checkpoint(
+        config.out / "checkpoints",
+        learner.model,
+        learner.version,
+        {"version": learner.version, "tokens_seen": tokens},
+        optimizer_state=learner.optimizer.state_dict(),
+        extra_files={TOKENIZER_FILE: text},
+    )
+
+
+def _start(config: RLConfig, tokenizer: CodeTokenizer, log: Log) -> tuple[Learner, int]:
+    """The learner: from the latest checkpoint, else warm-started (saved as step 0)."""
+    found = latest_checkpoint(config.out / "checkpoints")
+    if found is not None:
+        model = load_model(found.path)
+        learner = Learner(model, config.learner, _reference(config), found.step)
+        optimizer = found.path / OPTIMIZER_FILE
+        if optimizer.exists():
+            learner.optimizer.load_state_dict(torch.load(optimizer, weights_only=True))
+            for group in learner.optimizer.param_groups:  # the config's rate, not the saved one
+                group["lr"] = config.learner.lr
+        log(f"resumed from {found.path.name} (version {found.step})")
+        return learner, int(found.state.get("tokens_seen", 0))
+    model = micro_model(tokenizer, config.seed, config.context_length)
+    loss = warm_start(model, tokenizer, config.warm_start_steps, config.seed)
+    log(f"warm start: {config.warm_start_steps} SFT steps, loss {loss:.4f}")
+    learner = Learner(model, config.learner, copy.deepcopy(model) if config.learner.beta else None)
+    return learner, 0
+
+
+def _reference(config: RLConfig) -> Transformer | None:
+    """The KL reference (the warm start, step 0), when the reward carries a KL term."""
+    first = config.out / "checkpoints" / checkpoint_name(0)
+    if not config.learner.beta or not first.exists():
+        return None
+    return load_model(first).eval()
+
+
+def held_out_score(
+    model: Transformer, env: HarnessEnv, tasks: list[Any], samples: int, seed: int
+) -> dict[str, float]:
+    """Mean reward and best-of-k on held-out tasks, through the harness."""
+    sampler = Sampler(model)
+    means, best = [], []
+    for index, task in enumerate(tasks):
+        rewards = [
+            env.rollout(task, sampler, 0, seed * 1000 + index * samples + k).reward
+            for k in range(samples)
+        ]
+        means.append(sum(rewards) / len(rewards))
+        best.append(max(rewards))
+    return {"held_out_reward": sum(means) / len(means), "held_out_best_of_k": sum(best) / len(best)}
+
+
+def _gate(config: RLConfig, checkpoint: Checkpoint, held_out: list[Path], log: Log) -> str:
+    from training.gate import CheckpointGate, GateConfig
+
+    gate_config = GateConfig(
+        suite=None,
+        tasks=[str(p) for p in held_out],
+        sandbox=config.sandbox,
+        max_tokens=config.learner.max_tokens,
+        context_length=config.context_length,
+        concurrency=1,
+    )
+    runs = config.out / "gate-runs"
+    name = config.training_run or f"rl-{config.out.resolve().name}"
+    with CheckpointGate(gate_config, name, config.db_url or "", runs, log) as gate:
+        return gate.gate(checkpoint).decision
+
+
+def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
+    """Train to `config.steps` learner steps; the metrics of the steps run now."""
+    torch.manual_seed(config.seed)
+    torch.set_num_threads(1)  # tiny models: more threads only spin on a loaded machine
+    tokenizer = _tokenizer(config)
+    train = [t.task for t in build_micro_tasks(config.out / "micro")]
+    held_paths = write_micro_tasks(config.out / "micro-held-out", held_out=True)
+    held = [t.task for t in build_micro_tasks(config.out / "micro-held-out", held_out=True)]
+    learner, tokens = _start(config, tokenizer, log)
+    env = HarnessEnv(
+        config.out / TOKENIZER_FILE, config.out / "rollouts", config.context_length,
+        config.learner.max_tokens, config.sandbox,
+    )  # fmt: skip
+    scorer = HarnessEnv(**{**env.__getstate__(), "work_dir": config.out / "held-out"})
+    metrics_path = config.out / "metrics.jsonl"
+    records: list[dict[str, Any]] = []
+
+    def checkpoint(extra: dict[str, Any]) -> dict[str, Any]:
+        saved = _save(config, learner, tokens)
+        scores = held_out_score(
+            learner.model, scorer, held, config.held_out_samples, learner.version
+        )
+        record = {"checkpoint": saved.path.name, "version": learner.version, **scores, **extra}
+        if config.db_url:
+            record["gate"] = _gate(config, saved, held_paths, log)
+        log(json.dumps(record))
+        return record
+
+    if learner.version == 0 and latest_checkpoint(config.out / "checkpoints") is None:
+        _write(metrics_path, checkpoint({"kind": "checkpoint"}))
+    remaining = config.steps - learner.version
+    if remaining <= 0:
+        return records
+    state = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
+    spec = WorkerSpec(learner.model.config.to_dict(), state, learner.version, env, config.inflight)
+    workers = [ProcessWorker(spec) for _ in range(config.workers)]
+    started = time.perf_counter()
+
+    def on_step(metrics: StepMetrics, rollouts: list[Rollout]) -> None:
+        nonlocal tokens
+        tokens += metrics.tokens
+        record = {"kind": "step", "wall_s": round(time.perf_counter() - started, 2)}
+        record.update(metrics.__dict__)
+        record["best_of_group"] = _best_of_group(rollouts, config.learner.group_size)
+        log(json.dumps(record))
+        _write(metrics_path, record)
+        records.append(record)
+        if metrics.version % config.checkpoint_every == 0 or metrics.version == config.steps:
+            _write(metrics_path, checkpoint({"kind": "checkpoint"}))
+
+    try:
+        loop = Orchestrator(
+            learner, workers, train, config.groups_per_step, config.max_lag, config.inflight,
+            seed=config.seed * 7919 + learner.version,
+        )  # fmt: skip
+        loop.run(remaining, on_step)
+    finally:
+        for worker in workers:
+            worker.close()
+    return records
+
+
+def _best_of_group(rollouts: list[Rollout], group_size: int) -> float:
+    groups = [rollouts[i : i + group_size] for i in range(0, len(rollouts), group_size)]
+    return sum(max(r.reward for r in g) for g in groups) / max(len(groups), 1)
+
+
+def _write(path: Path, record: dict[str, Any]) -> None:
+    with path.open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
