@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from leaderboard import figures, queries, run_pages, stats
+from leaderboard.board import Pick
 from leaderboard.pages import (
     SORTABLE,
     chart,
@@ -28,7 +29,6 @@ from leaderboard.pages import (
     run_link,
     table,
 )
-from leaderboard.board import Pick
 from leaderboard.paging import page_links, paging_of
 from leaderboard.run_pages import TestLists
 from leaderboard.store import SqlStore
