@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
 from harness.pricing import unknown_price_warning
 from leaderboard import queries, stats
@@ -35,7 +36,10 @@ def board(store: Any, pick: str = "latest") -> list[queries.SuiteBoard]:
 
 def test_one_row_per_model_from_its_latest_complete_confined_run(filled: Any) -> None:
     boards = board(filled)
-    assert [(b.suite, b.version) for b in boards] == [("cursorbench", "0.1"), ("cursorbench", "0.2")]
+    assert [(b.suite, b.version) for b in boards] == [
+        ("cursorbench", "0.1"),
+        ("cursorbench", "0.2"),
+    ]
     first = boards[0]
     assert sorted((e.model, e.run_id) for e in first.ranked) == [
         ("alpha", "a-new-1"),
@@ -72,14 +76,14 @@ def test_a_partial_run_and_an_unknown_price_are_said_so(db: Any, fill: Any) -> N
     store.finish_run("p-run", _partial_summary(store, "p-run"))
     with store.engine.begin() as conn:
         conn.execute(
-            RunRow.__table__.update()
+            update(RunRow)
             .where(RunRow.id == "p-run")
             .values(config={"epochs": 3, "tasks": dict.fromkeys(OUTCOMES, "d")})
         )
     fill(store, "free-run", OUTCOMES, model="unpriced")
     with store.engine.begin() as conn:
         conn.execute(
-            RunRow.__table__.update()
+            update(RunRow)
             .where(RunRow.id == "free-run")
             .values(warnings=[unknown_price_warning("unpriced")])
         )
@@ -95,4 +99,3 @@ def _partial_summary(store: Any, run_id: str) -> Any:
 
     results = store.attempts(run_id)
     return summarize(results, len(results) + 12)  # 12 planned attempts never ran
-

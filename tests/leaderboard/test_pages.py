@@ -24,6 +24,7 @@ from leaderboard.transcript import KEEP_HEAD, KEEP_TAIL, MAX_SHOWN_CHARS
 DEBUGGING = {f"d{i:02d}": [i % 2 == 1] for i in range(10)}  # d00..d09
 REFACTOR = {f"r{i:02d}": [False] for i in range(10)}  # all fail: a measured 0%
 HUGE = "y" * (MAX_SHOWN_CHARS + 5000)
+SCRIPT = "<script>x()</script>"  # model-written text: must come out escaped
 
 
 def lists(suite_version: str, task_id: str) -> tuple[list[str], list[str]] | None:
@@ -54,12 +55,12 @@ def site(tmp_path_factory: pytest.TempPathFactory, fill: Any) -> Iterator[str]:
 def _trajectory() -> bytes:
     arguments = json.dumps({"command": "pytest -q", "timeout": 30})
     call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    reply = {"role": "assistant", "content": SCRIPT, "tool_calls": [call]}
     records = [
         {"type": "header", "format_version": 1, "task_id": "d01", "epoch": 0},
         {"type": "message", "role": "system", "content": "You are an agent."},
         {"type": "message", "role": "user", "content": "Fix the bug"},
-        {"type": "model", "message": {"role": "assistant", "content": "<script>x()</script>",
-                                      "tool_calls": [call]}, "usage": {}},  # fmt: skip
+        {"type": "model", "message": reply},
         {"type": "tool", "id": "c1", "name": "bash", "arguments": arguments, "output": HUGE},
         {"type": "diff", "patch": "--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-old\n+new\n"},
     ]

@@ -4,6 +4,7 @@ chat with nothing cut silently."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from leaderboard import transcript
 
@@ -59,7 +60,7 @@ def test_a_long_text_is_folded_whole_and_a_huge_one_elided_with_a_count() -> Non
 
 def test_the_chat_shows_messages_calls_outputs_and_grading_in_order() -> None:
     arguments = json.dumps({"command": "pytest -q", "timeout": 30})
-    records = [
+    records: list[dict[str, Any]] = [
         {"type": "header", "format_version": 1, "task_id": "t"},
         {"type": "message", "role": "system", "content": "You are an agent."},
         {"type": "message", "role": "user", "content": "Fix <it>"},
