@@ -11,11 +11,11 @@ versions are boards of their own, never interleaved.
 
 Each row has the run's coverage (attempts recorded of those planned), its resolved rate with
 the task-clustered 95% interval (`stats.clustered_totals`, flagged when degenerate), pass@1
-and pass@k for k = the run's epochs (`stats.mean_pass_at_k`), and cost and tokens per task
-(cost `None` when the model had no price: unknown, not $0).
+and pass@k for k = the run's epochs (the mean over tasks of `stats.pass_at_k`), and cost and
+tokens per task (cost `None` when the model had no price: unknown, not $0).
 
-Reads one summary row per run and, for the chosen runs only, one row per task (a GROUP BY
-over their attempts, on the run index).
+Reads one summary row per run (`leaderboard.summaries` keeps these figures when a run
+finishes); only runs still going are summarised from their attempts on the fly.
 
 Not covered here: the per-run list (`leaderboard.standings`).
 """
@@ -23,18 +23,17 @@ Not covered here: the per-run list (`leaderboard.standings`).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, case, func, select
+from sqlalchemy import Connection, select
 
 from harness.pricing import price_unknown
-from leaderboard import stats
-from leaderboard.schema import AttemptRow, RunRow
-from leaderboard.standings import Filters, LeaderRow, unconfined_runs
+from leaderboard import stats, summaries
+from leaderboard.schema import RunRow
+from leaderboard.standings import Filters, LeaderRow, run_figures, unconfined_runs
 from leaderboard.standings import leaderboard as run_rows
 
-A = AttemptRow.__table__
 Pick = Literal["latest", "best"]
 
 
@@ -88,7 +87,7 @@ def model_board(
     }
     ids = [row.run_id for models in chosen.values() for row, _why in models.values()]
     plans = _plans(conn, ids)
-    cells = _per_task(conn, ids)
+    cells = _figures(conn, ids)
     boards = []
     for (suite, version), models in sorted(chosen.items()):
         entries = [
@@ -141,18 +140,12 @@ def _plans(conn: Connection, ids: list[str]) -> dict[str, tuple[int | None, int,
     return found
 
 
-def _per_task(conn: Connection, ids: list[str]) -> dict[str, list[tuple[int, int]]]:
-    """Per run: (attempts, resolved) of each task."""
-    resolved = func.sum(case((A.c.resolved, 1), else_=0))
-    query = (
-        select(A.c.run_id, func.count(), resolved)
-        .where(A.c.run_id.in_(ids))
-        .group_by(A.c.run_id, A.c.task_id)
-    )
-    found: dict[str, list[tuple[int, int]]] = {}
-    for run_id, n, c in conn.execute(query):
-        found.setdefault(run_id, []).append((int(n), int(c or 0)))
-    return found
+def _figures(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each run's summary figures: its stored row, or computed now (a run not finished, or
+    one summarised before pass@k was kept)."""
+    found = run_figures(conn, ids)
+    again = [run_id for run_id, fig in found.items() if fig.get("pass_k") is None]
+    return found | summaries.live(conn, again)
 
 
 def _entry(
@@ -160,14 +153,11 @@ def _entry(
     why: str | None,
     runs: int,
     plans: dict[str, tuple[int | None, int, bool]],
-    cells: dict[str, list[tuple[int, int]]],
+    cells: dict[str, dict[str, Any]],
 ) -> ModelEntry:
     planned, epochs, cost_known = plans.get(row.run_id, (None, 1, True))
-    tasks = cells.get(row.run_id, [])
-    interval = stats.clustered_totals([float(c) for _, c in tasks], [n for n, _ in tasks])
-    k = min((n for n, _ in tasks), default=1)
-    k = max(1, min(k, epochs))
-    outcomes = {str(i): [True] * c + [False] * (n - c) for i, (n, c) in enumerate(tasks)}
+    fig = cells.get(row.run_id, {})
+    tasks = int(fig.get("tasks") or 0)
     if why is None and planned is not None and row.attempts < planned:
         why = "partial"  # marked complete, yet fewer attempts than planned
     return ModelEntry(
@@ -183,16 +173,16 @@ def _entry(
         attempts=row.attempts,
         planned=planned,
         coverage=row.attempts / planned if planned else None,
-        tasks=len(tasks),
+        tasks=tasks,
         epochs=epochs,
-        score=interval.estimate,
-        low=interval.low,
-        high=interval.high,
-        degenerate=interval.degenerate,
-        pass_at_1=stats.mean_pass_at_k(outcomes, 1),
-        pass_at_k=stats.mean_pass_at_k(outcomes, k),
-        k=k,
-        cost_per_task=row.cost_usd / len(tasks) if cost_known and tasks else None,
-        tokens_per_task=row.tokens / len(tasks) if tasks else None,
+        score=float(fig.get("resolved_rate") or 0.0),
+        low=float(fig.get("rate_low") or 0.0),
+        high=float(fig.get("rate_high") or 1.0),
+        degenerate=bool(fig.get("degenerate")),
+        pass_at_1=float(fig.get("pass_at_1") or 0.0),
+        pass_at_k=float(fig.get("pass_at_k") or 0.0),
+        k=int(fig.get("pass_k") or 1),
+        cost_per_task=row.cost_usd / tasks if cost_known and tasks else None,
+        tokens_per_task=row.tokens / tasks if tasks else None,
         tampering=row.tampering,
     )
