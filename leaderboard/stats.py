@@ -304,7 +304,7 @@ def _sign_flip_exact(steps: list[int], observed: int) -> float:
     return min(1.0, extreme / 2 ** len(steps))
 
 
-EXACT_INTEGER_STEPS = 4000
+EXACT_INTEGER_STEPS = 500
 
 
 def _sign_flip_float(steps: list[int], observed: int) -> float:
