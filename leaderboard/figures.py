@@ -51,7 +51,8 @@ def breakdown_figures(
 ) -> dict[str, dict[str, Any]]:
     """One grouped bar chart per breakdown kind ("category", "eval"), a bar group per run
     (`runs`: (run id, label)), each bar with its 95% interval as an error bar. A measured 0 is
-    labelled "0%"; a key a run has no attempt of is a labelled gap, "not measured"."""
+    labelled "0%" and has its whisker; a key a run has no attempt of has no bar, no label
+    and no whisker (its hover text says "not measured")."""
     series: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for run_id, _label in runs:
         for item in found.get(run_id, []):
@@ -69,7 +70,7 @@ def breakdown_figures(
                     "type": "bar",
                     "name": key,
                     "x": labels,
-                    "y": [item["mean"] if item else 0 for item in items],
+                    "y": [item["mean"] if item else None for item in items],
                     "text": [f"{item['mean']:.0%}" if item else "not measured" for item in items],
                     "textposition": "outside",
                     "cliponaxis": False,
@@ -77,12 +78,13 @@ def breakdown_figures(
                     "hovertemplate": "%{x}<br>"
                     + key
                     + ": %{text} (n=%{customdata})<extra></extra>",
-                    "marker": {"opacity": [1.0 if item else 0.0 for item in items]},
                     "error_y": {
                         "type": "data",
                         "symmetric": False,
-                        "array": [item["high"] - item["mean"] if item else 0 for item in items],
-                        "arrayminus": [item["mean"] - item["low"] if item else 0 for item in items],
+                        "array": [item["high"] - item["mean"] if item else None for item in items],
+                        "arrayminus": [
+                            item["mean"] - item["low"] if item else None for item in items
+                        ],
                         "visible": True,
                     },
                 }

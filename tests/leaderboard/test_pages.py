@@ -159,6 +159,7 @@ def test_breakdown_bars_have_error_bars_and_zero_is_not_missing(site: str) -> No
     alpha = next(i for i, label in enumerate(labels) if label.startswith("alpha"))
     assert bars["refactor"]["text"][beta] == "0%"  # measured, and zero
     assert bars["refactor"]["text"][alpha] == "not measured"
+    assert bars["refactor"]["y"][alpha] is None and bars["refactor"]["y"][beta] == 0
     assert bars["debugging"]["error_y"]["array"][alpha] > 0
     assert "<span class='nm'>not measured</span>" in text
     _, paged = get(site, "/breakdown?per=1&page=2")
