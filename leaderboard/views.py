@@ -34,6 +34,7 @@ from leaderboard.run_pages import TestLists
 from leaderboard.store import SqlStore
 
 RUNS_PER_PAGE = 50
+FLIPS_PER_PAGE = 100
 RUN_HEADERS = [
     ("rank", "rank"),
     ("run", ""),
@@ -246,7 +247,7 @@ class Dashboard:
         pickers = picker("a", a) + picker("b", b) + "<button>Compare</button>"
         body = note + f'<form method="get" action="/compare" id="pick">{pickers}</form>'
         if comparison is not None:
-            body += _comparison(comparison, short)
+            body += _comparison(comparison, short, request)
         return page("Compare runs", body)
 
 
@@ -255,7 +256,7 @@ def _started(rows: list[queries.LeaderRow], run_id: str) -> tuple[Any, str]:
     return (found is None, found or "", run_id)  # type: ignore[return-value]
 
 
-def _comparison(c: queries.Comparison, short: queries.ShortIds) -> str:
+def _comparison(c: queries.Comparison, short: queries.ShortIds, request: Request) -> str:
     measures = [
         [
             name,
@@ -264,10 +265,13 @@ def _comparison(c: queries.Comparison, short: queries.ShortIds) -> str:
         ]
         for name in ("resolved", "tests_passed", "cost_usd", "latency_s")
     ]
+    every = [
+        (label, flip) for label, group in (("gained", c.gained), ("lost", c.lost)) for flip in group
+    ]
+    paging = paging_of(request, FLIPS_PER_PAGE)
     flips = [
         [label, e(flip.task_id), f"{flip.first:.2f}", f"{flip.second:.2f}"]
-        for label, group in (("gained", c.gained), ("lost", c.lost))
-        for flip in group
+        for label, flip in every[paging.offset : paging.offset + paging.per]
     ]
     rates = "".join(
         f"<li>{which}: {run_link(run, short(run))} <b>{e(model)}</b> resolved "
@@ -283,7 +287,8 @@ def _comparison(c: queries.Comparison, short: queries.ShortIds) -> str:
         f"Paired exact p over tasks = {c.mcnemar_p:.4g} ({c.first_only} tasks resolved more "
         f"often by A, {c.second_only} by B).</p>"
         + table(["measure", "B - A", "95% CI"], measures)
-        + f"<h2>Tasks that flipped</h2><p id='count'>{len(flips)} tasks</p>"
+        + f"<h2>Tasks that flipped</h2><p id='count'>{len(every)} tasks</p>"
+        + page_links(request, paging, len(every))
         + table(["", "task", "A", "B"], flips)
     )
 

@@ -37,7 +37,8 @@ def site(tmp_path_factory: pytest.TempPathFactory, fill: Any) -> Iterator[str]:
     store = open_store(f"sqlite:///{tmp / 'lb.sqlite'}")
     categories = dict.fromkeys(DEBUGGING, "debugging") | dict.fromkeys(REFACTOR, "refactor")
     fill(store, "aaaa1111-one", DEBUGGING, model="alpha", categories=categories)
-    fill(store, "aaaa2222-two", DEBUGGING | REFACTOR, model="beta<i>")
+    solved = {key: [True] for key in DEBUGGING}  # beta solves the 5 alpha fails
+    fill(store, "aaaa2222-two", solved | REFACTOR, model="beta<i>")
     fill(store, "bbbb-partial", DEBUGGING, model="gamma", finish=False)
     fill(store, "cccc-subproc", DEBUGGING, model="delta", sandbox="subprocess")
     for i in range(6):
@@ -118,7 +119,7 @@ def test_the_runs_list_and_a_run_s_attempts_page(site: str) -> None:
     _, last = get(site, "/runs/aaaa2222-two?per=4&page=5")
     assert body_rows(last) == 4 and "r09" in last and "d00" not in last
     _, failed = get(site, "/runs/aaaa2222-two?failure=tests_failed&per=100")
-    assert "15 attempts" in failed and body_rows(failed) == 15
+    assert "10 attempts" in failed and body_rows(failed) == 10
 
 
 def test_ticking_two_runs_compares_them_and_pickers_name_models(site: str) -> None:
@@ -126,7 +127,9 @@ def test_ticking_two_runs_compares_them_and_pickers_name_models(site: str) -> No
     assert status == 200
     sides = text[text.index("<ul id='sides'>") :]
     assert sides.index("aaaa1111") < sides.index("aaaa2222")  # A is the earlier run
-    assert "10 shared tasks" in text
+    assert "10 shared tasks" in text and "5 tasks</p>" in text  # d00, d02, ... flipped
+    _, paged = get(site, "/compare?a=aaaa1&b=aaaa2&per=2&page=3")
+    assert body_rows(paged) == 1 and "rows 5-5 of 5" in paged
     _, one = get(site, "/compare?run=aaaa1111-one")
     assert "tick two runs (1 ticked)" in one
     assert "<option value='aaaa1111-one'>alpha · aaaa1111 · cursorbench@0.1 · " in one
