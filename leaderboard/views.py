@@ -251,9 +251,10 @@ class Dashboard:
         return page("Compare runs", body)
 
 
-def _started(rows: list[queries.LeaderRow], run_id: str) -> tuple[Any, str]:
+def _started(rows: list[queries.LeaderRow], run_id: str) -> tuple[str, str]:
+    """The run's start time (ISO, so it sorts) and id; an id not listed sorts last."""
     found = next((row.started for row in rows if row.run_id == run_id), None)
-    return (found is None, found or "", run_id)  # type: ignore[return-value]
+    return (found.isoformat() if found else "~", run_id)
 
 
 def _comparison(c: queries.Comparison, short: queries.ShortIds, request: Request) -> str:
