@@ -21,6 +21,7 @@ from starlette.responses import PlainTextResponse, Response
 from leaderboard import figures, queries, summaries, transcript
 from leaderboard.pages import chart, e, filter_form, filters_of, page, pct, run_link, table
 from leaderboard.paging import page_links, paging_of
+from leaderboard.standings import run_row
 
 # (suite version, task id) -> (fail_to_pass, pass_to_pass), or None where not known
 TestLists = Callable[[str, str], tuple[list[str], list[str]] | None]
@@ -129,7 +130,7 @@ def attempt_page(conn: Connection, request: Request, test_lists: TestLists | Non
     run_id = queries.resolve_run(conn, p["run_id"])
     short = queries.ShortIds(conn)
     view = queries.attempt_view(conn, run_id, p["task_id"], int(p["epoch"]))
-    detail = queries.run_detail(conn, run_id, with_attempts=False)
+    detail = run_row(conn, run_id)  # the model and suite version: one row
     result = view.result
     raw = attempt_href(run_id, view.task_id, view.epoch) + "/raw"
     lists = test_lists(detail.suite_version, view.task_id) if test_lists else None
