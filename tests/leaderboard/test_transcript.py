@@ -69,9 +69,7 @@ def test_the_chat_shows_messages_calls_outputs_and_grading_in_order() -> None:
             "message": {
                 "role": "assistant",
                 "content": "I will run the tests",
-                "tool_calls": [
-                    {"id": "c1", "function": {"name": "bash", "arguments": arguments}}
-                ],
+                "tool_calls": [{"id": "c1", "function": {"name": "bash", "arguments": arguments}}],
             },
             "finish_reason": "tool_calls",
             "usage": {"tokens_in": 10, "tokens_out": 5},
