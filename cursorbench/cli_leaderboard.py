@@ -9,32 +9,41 @@ A run is named by its id or any unique prefix of it (`runs list` shows the short
 value, a bad URL or query, an out-of-date schema: one line on stderr); `gate`: 0 pass, 1 fail
 (and inconclusive unless the rules say otherwise), 2 error.
 
-Not covered here: what the numbers mean (`leaderboard.queries`, `leaderboard.stats`).
+Opening the database, naming runs by prefix, known errors and the `db` commands are
+`cursorbench.cli_store`. Not covered here: what the numbers mean (`leaderboard.queries`,
+`leaderboard.stats`).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-if TYPE_CHECKING:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from leaderboard.store import SqlStore
+from cursorbench.cli_store import (
+    EXIT_BAD_INPUT,
+    DbOption,
+    JsonOption,
+    _print_json,
+    _reader,
+    _resolve,
+    _sqlite_file_exists,
+    _store,
+    _url,
+    console,
+    db_app,
+    known_errors,
+    one_line_errors,
+    short_ids,
+)
 
 # The commands import the leaderboard (SQLAlchemy, Alembic, pandas) when they run, so that
 # `cursorbench --help` and `cursorbench run` do not pay for it.
 
-EXIT_BAD_INPUT = 2
 EXPORT_FORMATS = (
     "csv",
     "parquet",
@@ -43,29 +52,7 @@ EXPORT_FORMATS = (
     "atif",
 )  # leaderboard.transfer's; a test checks
 
-
-def known_errors() -> tuple[type[Exception], ...]:
-    """The leaderboard's errors a user can fix: one line on stderr, exit status 2."""
-    from leaderboard.gate import GateError
-    from leaderboard.migrate import SchemaOutOfDate
-    from leaderboard.queries import QueryError
-    from leaderboard.store import StoreError
-    from leaderboard.transfer import TransferError
-
-    return (StoreError, GateError, QueryError, TransferError, SchemaOutOfDate)
-
-
-console = Console(width=None if sys.stdout.isatty() else 160)
-
 runs_app = typer.Typer(no_args_is_help=True, help="List, show, compare, export runs in the store.")
-db_app = typer.Typer(no_args_is_help=True, help="The results database: schema upgrades.")
-
-DbOption = Annotated[
-    str | None,
-    typer.Option("--db", help="SQLAlchemy URL [env CURSORBENCH_DB, else the default SQLite file]."),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def register(app: typer.Typer) -> None:
@@ -73,131 +60,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(db_app, name="db")
     app.command("gate")(gate_command)
     app.command("dashboard")(dashboard_command)
-
-
-def one_line_errors(function: F) -> F:
-    """Known errors become one line on stderr and exit status 2."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except known_errors() as error:
-            print(f"error: {error}", file=sys.stderr)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _url(db: str | None) -> str:
-    from cursorbench.config import SqlStoreSpec
-
-    return SqlStoreSpec(url=db).resolved_url()
-
-
-def _store(db: str | None) -> SqlStore:
-    """The store, created with the current schema if empty: for commands that write."""
-    from leaderboard.store import open_store
-
-    return open_store(_url(db))
-
-
-def _reader(db: str | None) -> SqlStore:
-    """The store for a command that only reads: nothing is created, neither a SQLite file
-    nor the schema in an empty database (`StoreError` instead)."""
-    from leaderboard.migrate import HEAD, out_of_date_message
-    from leaderboard.store import SqlStore, StoreError, mask_url, open_engine
-
-    url = _url(db)
-    if not _sqlite_file_exists(url):
-        raise StoreError(f"no database at '{mask_url(url)}' (`cursorbench run` records one)")
-    engine = open_engine(url)
-    try:
-        revision = _revision(engine, mask_url(url))
-    except StoreError:
-        engine.dispose()
-        raise
-    if revision != HEAD:
-        engine.dispose()
-        raise StoreError(out_of_date_message(revision, mask_url(url)))
-    return SqlStore(engine, url)
-
-
-def _sqlite_file_exists(url: str) -> bool:
-    """False only for a SQLite URL whose file is not there (other URLs: True)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return True  # open_engine words the bad URL
-    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
-        return True
-    return Path(parsed.database).is_file()
-
-
-def _revision(engine: Any, shown: str) -> str:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from leaderboard.migrate import revision_of
-    from leaderboard.store import StoreError
-
-    try:
-        with engine.connect() as conn:
-            revision = revision_of(conn)
-    except SQLAlchemyError as error:
-        raise StoreError(f"cannot read '{shown}': {_reason(error)}") from None
-    if revision is None:
-        raise StoreError(f"'{shown}' holds no results yet (`cursorbench run` records one)")
-    return str(revision)
-
-
-def _resolve(conn: Any, given: str) -> str:
-    """The run whose id is `given`, or the one run whose id starts with it."""
-    from sqlalchemy import select
-
-    from leaderboard.queries import QueryError
-    from leaderboard.schema import RunRow
-
-    if conn.execute(select(RunRow.id).where(RunRow.id == given)).first():
-        return given
-    query = select(RunRow.id).where(RunRow.id.startswith(given, autoescape=True)).limit(6)
-    found = list(conn.scalars(query)) if given else []
-    if not found:
-        raise QueryError(f"no run {given!r} (by id or id prefix)")
-    if len(found) > 1:
-        shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
-        raise QueryError(f"run id prefix {given!r} is ambiguous: {shown}; give more characters")
-    return str(found[0])
-
-
-def short_ids(ids: list[str], least: int = 8) -> dict[str, str]:
-    """Each id's shortest prefix of at least `least` characters that no other id shares."""
-    ordered = sorted(set(ids))
-    short = {}
-    for index, run_id in enumerate(ordered):
-        neighbours = ordered[max(0, index - 1) : index] + ordered[index + 1 : index + 2]
-        common = max((_common(run_id, other) for other in neighbours), default=0)
-        short[run_id] = run_id[: max(least, common + 1)]
-    return short
-
-
-def _common(one: str, two: str) -> int:
-    length = 0
-    for a, b in zip(one, two, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
-
-
-def _reason(error: SQLAlchemyError) -> str:
-    return " ".join(str(getattr(error, "orig", None) or error).split())[:300]
-
-
-def _print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str))
 
 
 def _interval(score: float, low: float, high: float) -> str:
@@ -591,48 +453,28 @@ def dashboard_command(
     from leaderboard.dashboard import serve
 
     _reader(db).close()  # a read-only view: refuse a database that is not there
-    serve(_url(db), host, port)
+    serve(_url(db), host, port, bundled_test_lists())
 
 
-@db_app.command("upgrade")
-@one_line_errors
-def db_upgrade(db: DbOption = None) -> None:
-    """Migrate the database to the schema this version writes (creating it if empty)."""
-    from sqlalchemy.exc import SQLAlchemyError
+def bundled_test_lists() -> Any:
+    """(suite version, task id) -> the task's (fail_to_pass, pass_to_pass) from the bundled
+    suites, loaded on first use; None for a task they do not hold (or hold at another suite
+    version), which the dashboard then shows unclassified."""
+    found: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+    loaded: list[bool] = []
 
-    from leaderboard.migrate import upgrade
-    from leaderboard.store import StoreError, mask_url, open_engine
+    def lookup(suite_version: str, task_id: str) -> tuple[list[str], list[str]] | None:
+        if not loaded:
+            from cursorbench.loader import bundled_suites, load_tasks_reporting
 
-    engine = open_engine(_url(db))
-    try:
-        before, after = upgrade(engine)
-    except SQLAlchemyError as error:
-        raise StoreError(f"cannot upgrade '{mask_url(_url(db))}': {_reason(error)}") from None
-    finally:
-        engine.dispose()
-    if before == after:
-        console.print(f"already at {after}")
-    else:
-        console.print(f"upgraded {before or 'empty database'} -> {after}")
+            tasks, _problems = load_tasks_reporting(list(bundled_suites().values()))
+            for task in tasks:
+                check = task.verification
+                fail_to_pass = list(getattr(check, "fail_to_pass", None) or [])
+                pass_to_pass = list(getattr(check, "pass_to_pass", None) or [])
+                if fail_to_pass or pass_to_pass:
+                    found[(task.suite_version, task.id)] = (fail_to_pass, pass_to_pass)
+            loaded.append(True)
+        return found.get((suite_version, task_id))
 
-
-@db_app.command("current")
-@one_line_errors
-def db_current(db: DbOption = None) -> None:
-    """Print the database's schema revision and the one this version needs."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from leaderboard.migrate import HEAD, revision_of
-    from leaderboard.store import StoreError, mask_url, open_engine
-
-    if not _sqlite_file_exists(_url(db)):
-        raise StoreError(f"no database at '{mask_url(_url(db))}'; this version writes {HEAD}")
-    engine = open_engine(_url(db))
-    try:
-        with engine.connect() as conn:
-            revision = revision_of(conn)
-    except SQLAlchemyError as error:
-        raise StoreError(f"cannot read '{mask_url(_url(db))}': {_reason(error)}") from None
-    finally:
-        engine.dispose()
-    console.print(f"database {revision or 'empty'}; this version writes {HEAD}")
+    return lookup

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from leaderboard.queries import CheckpointPoint, LeaderRow, RunDetail
+from leaderboard.queries import CheckpointPoint, LeaderRow
 
 
-def cost_figure(rows: list[LeaderRow], front: list[str]) -> dict[str, Any]:
+def cost_figure(
+    rows: list[LeaderRow], front: list[str], short: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Cost against score, each run with its interval, and the Pareto frontier through `front`."""
     by_id = {row.run_id: row for row in rows}
+    short = short or {}
     return {
         "data": [
             {
@@ -18,7 +21,7 @@ def cost_figure(rows: list[LeaderRow], front: list[str]) -> dict[str, Any]:
                 "name": "runs",
                 "x": [row.cost_usd for row in rows],
                 "y": [row.score for row in rows],
-                "text": [f"{row.model} {row.run_id[:12]}" for row in rows],
+                "text": [f"{row.model} {short.get(row.run_id, row.run_id[:12])}" for row in rows],
                 "error_y": {
                     "type": "data",
                     "symmetric": False,
@@ -43,31 +46,55 @@ def cost_figure(rows: list[LeaderRow], front: list[str]) -> dict[str, Any]:
     }
 
 
-def breakdown_figures(details: list[RunDetail]) -> dict[str, dict[str, Any]]:
-    """One grouped bar chart per breakdown kind ("category", "eval"), a bar group per run."""
-    series: dict[tuple[str, str], dict[str, float]] = {}
-    for detail in details:
-        for item in detail.breakdowns:
-            series.setdefault((item["kind"], item["key"]), {})[detail.run_id] = item["mean"]
-    labels = [f"{d.model} {d.run_id[:8]}" for d in details]
+def breakdown_figures(
+    runs: list[tuple[str, str]], found: dict[str, list[dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """One grouped bar chart per breakdown kind ("category", "eval"), a bar group per run
+    (`runs`: (run id, label)), each bar with its 95% interval as an error bar. A measured 0 is
+    labelled "0%" and has its whisker; a key a run has no attempt of has no bar, no label
+    and no whisker (its hover text says "not measured")."""
+    series: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for run_id, _label in runs:
+        for item in found.get(run_id, []):
+            series.setdefault((item["kind"], item["key"]), {})[run_id] = item
+    labels = [label for _, label in runs]
     figures: dict[str, dict[str, Any]] = {}
     for kind in ("category", "eval"):
-        data = [
-            {
-                "type": "bar",
-                "name": key,
-                "x": labels,
-                "y": [values.get(d.run_id) for d in details],
-            }
-            for (k, key), values in sorted(series.items())
-            if k == kind
-        ]
+        data = []
+        for (k, key), values in sorted(series.items()):
+            if k != kind:
+                continue
+            items = [values.get(run_id) for run_id, _ in runs]
+            data.append(
+                {
+                    "type": "bar",
+                    "name": key,
+                    "x": labels,
+                    "y": [item["mean"] if item else None for item in items],
+                    "text": [f"{item['mean']:.0%}" if item else "not measured" for item in items],
+                    "textposition": "outside",
+                    "cliponaxis": False,
+                    "customdata": [item["n"] if item else 0 for item in items],
+                    "hovertemplate": "%{x}<br>"
+                    + key
+                    + ": %{text} (n=%{customdata})<extra></extra>",
+                    "error_y": {
+                        "type": "data",
+                        "symmetric": False,
+                        "array": [item["high"] - item["mean"] if item else None for item in items],
+                        "arrayminus": [
+                            item["mean"] - item["low"] if item else None for item in items
+                        ],
+                        "visible": True,
+                    },
+                }
+            )
         layout: dict[str, Any] = {
             "barmode": "group",
-            "yaxis": {"range": [0, 1]},
+            "yaxis": {"range": [0, 1.15], "tickformat": ".0%"},
             "margin": {"t": 30},
+            "title": {"text": f"per {kind} (95% CI over tasks)"},
         }
-        layout["title"] = {"text": f"per {kind}"}
         figures[kind] = {"data": data, "layout": layout}
     return figures
 

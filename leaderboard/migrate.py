@@ -122,14 +122,15 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
 
 
 def _summarise_finished_runs(conn: Connection) -> None:
-    """Finished runs from before summaries existed get theirs."""
+    """Finished runs from before summaries existed get theirs; summaries from before pass@k
+    was kept (0003) are computed again."""
     from leaderboard import summaries
     from leaderboard.schema import RunRow, RunSummaryRow
 
-    missing = select(RunRow.id).where(
-        RunRow.finished_at.is_not(None),
-        ~select(RunSummaryRow.run_id).where(RunSummaryRow.run_id == RunRow.id).exists(),
+    complete = select(RunSummaryRow.run_id).where(
+        RunSummaryRow.run_id == RunRow.id, RunSummaryRow.pass_k.is_not(None)
     )
+    missing = select(RunRow.id).where(RunRow.finished_at.is_not(None), ~complete.exists())
     for run_id in conn.scalars(missing).all():
         summaries.refresh(conn, run_id)
 

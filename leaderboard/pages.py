@@ -18,6 +18,7 @@ FILTERS = ("suite", "category", "eval", "model")
 SORTABLE = ("rank", "model", "score", "cost_usd", "tokens", "latency_s", "started", "attempts")
 NAV = [
     ("/", "Leaderboard"),
+    ("/runs", "Runs"),
     ("/cost", "Cost vs score"),
     ("/breakdown", "Breakdown"),
     ("/training", "Training runs"),
@@ -30,6 +31,8 @@ td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;font-size:.9rem
 th a{color:inherit} .pass{color:#1a7f37} .fail{color:#c62828} .inconclusive{color:#b26a00}
 .tamper{background:#fde8e8} pre{background:#f6f8fa;padding:.5rem;overflow:auto;max-height:40rem}
 form label{margin-right:.75rem} .chart{width:100%;max-width:1000px;height:480px}
+.unranked td{color:#666} .why{color:#b26a00;font-weight:bold} .paging a,.paging span{margin:0 .2rem}
+.paging .here{font-weight:bold} .nm{color:#999;font-style:italic} .short{font-family:monospace}
 """
 
 
@@ -43,12 +46,14 @@ def e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(title: str, body: str, charts: bool = False, status: int = 200) -> HTMLResponse:
+def page(
+    title: str, body: str, charts: bool = False, status: int = 200, style: str = ""
+) -> HTMLResponse:
     nav = "".join(f'<a href="{href}">{e(label)}</a>' for href, label in NAV)
     script = '<script src="/static/plotly.min.js"></script>' if charts else ""
     return HTMLResponse(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{e(title)} · CursorBench"
-        f"</title><link rel='icon' href='data:,'><style>{STYLE}</style>{script}</head>"
+        f"</title><link rel='icon' href='data:,'><style>{STYLE}{style}</style>{script}</head>"
         f"<body><nav>{nav}</nav>"
         f"<h1>{e(title)}</h1>{body}{_DRAW if charts else ''}</body></html>",
         status_code=status,
@@ -83,8 +88,10 @@ def pct(score: float, low: float, high: float) -> str:
     return f"{score:.1%} <small>[{low:.1%}, {high:.1%}]</small>"
 
 
-def run_link(run_id: str) -> str:
-    return f'<a href="/runs/{quote(run_id)}">{e(run_id[:12])}</a>'
+def run_link(run_id: str, label: str | None = None) -> str:
+    """A link to the run, shown as `label` (its short id) or its first 12 characters."""
+    shown = label or run_id[:12]
+    return f'<a href="/runs/{quote(run_id)}" class="short" title="{e(run_id)}">{e(shown)}</a>'
 
 
 def filter_form(conn: Connection, request: Request, action: str) -> str:

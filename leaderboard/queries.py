@@ -3,7 +3,8 @@ training run's checkpoints. Read-only functions of a SQLAlchemy connection, retu
 pydantic models that the CLI prints and the dashboard renders.
 
 One module per family, all re-exported here (callers use `queries.NAME`):
-`leaderboard.standings` (the ranked leaderboard and its filters), `leaderboard.runs` (one run,
+`leaderboard.standings` (the ranked runs and their filters), `leaderboard.board` (one row per
+model), `leaderboard.ids` (run id prefixes), `leaderboard.runs` (one run, its attempts paged,
 one attempt), `leaderboard.comparison` (two runs), `leaderboard.checkpoints` (a training run).
 
 Not covered here: writing (`leaderboard.store`), deciding (`leaderboard.gate`).
@@ -11,6 +12,7 @@ Not covered here: writing (`leaderboard.store`), deciding (`leaderboard.gate`).
 
 from __future__ import annotations
 
+from leaderboard.board import ModelEntry, SuiteBoard, model_board
 from leaderboard.checkpoints import (
     CheckpointPoint,
     CheckpointState,
@@ -19,12 +21,17 @@ from leaderboard.checkpoints import (
     training_checkpoints,
 )
 from leaderboard.comparison import Comparison, Flip, compare
+from leaderboard.ids import ShortIds, resolve_run, short_ids
 from leaderboard.runs import (
+    AttemptFilters,
     AttemptLine,
     AttemptView,
     RunDetail,
     attempt_lines,
+    attempt_page,
     attempt_view,
+    breakdowns_of,
+    failures_of,
     run_detail,
 )
 from leaderboard.standings import (
@@ -37,6 +44,7 @@ from leaderboard.standings import (
 )
 
 __all__ = [
+    "AttemptFilters",
     "AttemptLine",
     "AttemptView",
     "CheckpointPoint",
@@ -45,16 +53,25 @@ __all__ = [
     "Filters",
     "Flip",
     "LeaderRow",
+    "ModelEntry",
     "QueryError",
     "RunDetail",
+    "ShortIds",
+    "SuiteBoard",
     "attempt_lines",
+    "attempt_page",
     "attempt_view",
     "best_checkpoint",
+    "breakdowns_of",
     "checkpoint_curve",
     "compare",
+    "failures_of",
     "filter_choices",
     "leaderboard",
+    "model_board",
+    "resolve_run",
     "run_detail",
+    "short_ids",
     "training_checkpoints",
     "unconfined_runs",
 ]

@@ -1,5 +1,9 @@
 """One run as the store has it (facts, figures, breakdowns, attempts) and one attempt's view
-(its result, diff and trajectory)."""
+(its result, diff and trajectory).
+
+`run_detail` reads every attempt line (the CLI's `runs show`); the dashboard asks for the run
+without them and pages its attempts with `attempt_page` (LIMIT/OFFSET in SQL, filtered in
+SQL, with a count), so a page never loads a run's every attempt."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, and_, select
+from sqlalchemy import Connection, String, and_, cast, func, select
 
 from leaderboard import summaries
 from leaderboard.schema import (
@@ -61,9 +65,11 @@ class RunDetail(BaseModel):
     training_run: str | None = None
     step: int | None = None
     gate_decision: str | None = None
+    suite_id: int | None = None
 
 
-def run_detail(conn: Connection, run_id: str) -> RunDetail:
+def run_detail(conn: Connection, run_id: str, with_attempts: bool = True) -> RunDetail:
+    """The run; `with_attempts=False` leaves `attempts` empty (page them: `attempt_page`)."""
     run = run_row(conn, run_id)
     figures = run_figures(conn, [run_id]).get(run_id, {})
     if run_id in summarised(conn, [run_id]):
@@ -98,17 +104,75 @@ def run_detail(conn: Connection, run_id: str) -> RunDetail:
         git_sha=run.git_sha,
         figures={k: v for k, v in figures.items() if k not in ("run_id", "computed_at")},
         breakdowns=breakdowns,
-        attempts=attempt_lines(conn, run_id, run.suite_id),
+        attempts=attempt_lines(conn, run_id, run.suite_id) if with_attempts else [],
         repeats=list(repeats),
         training_run=checkpoint.name if checkpoint else None,
         step=checkpoint.step if checkpoint else None,
         gate_decision=checkpoint.gate_decision if checkpoint else None,
+        suite_id=run.suite_id,
     )
 
 
+def breakdowns_of(conn: Connection, run_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each run's breakdown rows (kind, key, n, mean, low, high): the stored ones of finished
+    runs, computed now for the others."""
+    found: dict[str, list[dict[str, Any]]] = {run_id: [] for run_id in run_ids}
+    query = select(RunBreakdownRow).where(RunBreakdownRow.run_id.in_(run_ids))
+    for row in conn.execute(query.order_by(RunBreakdownRow.kind, RunBreakdownRow.key)):
+        found[row.run_id].append({k: v for k, v in row._mapping.items() if k != "run_id"})
+    for run_id in set(run_ids) - set(summarised(conn, run_ids)):
+        found[run_id] = [
+            {k: v for k, v in row.items() if k != "run_id"}
+            for row in summaries.breakdowns(conn, run_id)
+        ]
+    return found
+
+
 def attempt_lines(conn: Connection, run_id: str, suite_id: int | None) -> list[AttemptLine]:
+    return [_line(row) for row in conn.execute(_lines_query(run_id, suite_id))]
+
+
+class AttemptFilters(BaseModel):
+    status: str | None = None
+    failure: str | None = None
+    flagged: bool = False
+
+
+def attempt_page(
+    conn: Connection,
+    run_id: str,
+    suite_id: int | None,
+    filters: AttemptFilters,
+    offset: int,
+    limit: int,
+) -> tuple[list[AttemptLine], int]:
+    """One page of the run's attempts matching the filters (by task, then epoch), and how
+    many match in all."""
+    conditions = [A.c.run_id == run_id]
+    if filters.status:
+        conditions.append(A.c.status == filters.status)
+    if filters.failure:
+        conditions.append(A.c.failure == filters.failure)
+    if filters.flagged:
+        conditions += [A.c.flags.is_not(None), cast(A.c.flags, String) != "[]"]
+    query = _lines_query(run_id, suite_id).where(*conditions[1:]).limit(limit).offset(offset)
+    total = conn.execute(select(func.count()).select_from(A).where(*conditions)).scalar()
+    return [_line(row) for row in conn.execute(query)], int(total or 0)
+
+
+def failures_of(conn: Connection, run_id: str) -> list[str]:
+    """The failure kinds among the run's attempts."""
+    query = select(A.c.failure).where(A.c.run_id == run_id, A.c.failure.is_not(None))
+    return sorted(conn.scalars(query.group_by(A.c.failure)))
+
+
+def _line(row: Any) -> AttemptLine:
+    return AttemptLine(**(dict(row._mapping) | {"flags": row.flags or []}))
+
+
+def _lines_query(run_id: str, suite_id: int | None) -> Any:
     tasks = TaskRow.__table__
-    query = (
+    return (
         select(
             A.c.task_id,
             A.c.epoch,
@@ -130,10 +194,6 @@ def attempt_lines(conn: Connection, run_id: str, suite_id: int | None) -> list[A
         .where(A.c.run_id == run_id)
         .order_by(A.c.task_id, A.c.epoch)
     )
-    return [
-        AttemptLine(**(dict(row._mapping) | {"flags": row.flags or []}))
-        for row in conn.execute(query)
-    ]
 
 
 class AttemptView(BaseModel):

@@ -294,6 +294,11 @@ class RunSummaryRow(Base):
     wall_time_s: Mapped[float] = mapped_column(Float)  # mean per attempt
     tampering: Mapped[int] = mapped_column(Integer)
     flagged: Mapped[int] = mapped_column(Integer)
+    # the mean over tasks of pass@k, k = pass_k (the run's epochs); degenerate: every task
+    # scored the same, so the rate's interval was not measured (NULL: summarised before 0003)
+    pass_at_k: Mapped[float | None] = mapped_column(Float)
+    pass_k: Mapped[int | None] = mapped_column(Integer)
+    degenerate: Mapped[bool | None] = mapped_column(Boolean)
 
 
 class RunBreakdownRow(Base):

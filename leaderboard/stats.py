@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -281,10 +282,16 @@ def sign_flip_p(
 
 
 def _sign_flip_exact(steps: list[int], observed: int) -> float:
-    """P(|sum of +-steps| >= observed) over fair independent signs, exactly."""
+    """P(|sum of +-steps| >= observed) over fair independent signs, exactly.
+
+    Small tables are counted in exact integers; past `EXACT_INTEGER_STEPS` the same
+    distribution is built in floating point (`_sign_flip_float`: the same convolution, in
+    probabilities, to ~1e-15), since integer counts cost seconds at thousands of tasks."""
     import numpy as np
 
     total = sum(steps)
+    if total > EXACT_INTEGER_STEPS:
+        return _sign_flip_float(steps, observed)
     counts = np.zeros(2 * total + 1, dtype=object)  # exact integers: 2^n overflows int64
     counts[total] = 1
     for step in steps:
@@ -295,6 +302,31 @@ def _sign_flip_exact(steps: list[int], observed: int) -> float:
     sums = np.arange(-total, total + 1)
     extreme = int(counts[np.abs(sums) >= observed].sum())
     return min(1.0, extreme / 2 ** len(steps))
+
+
+EXACT_INTEGER_STEPS = 500
+
+
+def _sign_flip_float(steps: list[int], observed: int) -> float:
+    """`_sign_flip_exact` in probabilities: the steps grouped by size, each group's sum a
+    scaled binomial (pmf from log-gamma), the groups convolved."""
+    import numpy as np
+
+    total = sum(steps)
+    distribution = np.zeros(1)
+    distribution[0] = 1.0  # P(sum = -0), on a grid starting at the most negative sum so far
+    for step, m in sorted(Counter(steps).items()):
+        k = np.arange(m + 1)
+        log_pmf = (
+            math.lgamma(m + 1)
+            - np.array([math.lgamma(i + 1) + math.lgamma(m - i + 1) for i in k])
+            - m * math.log(2)
+        )
+        group = np.zeros(2 * step * m + 1)
+        group[2 * step * k] = np.exp(log_pmf)  # sum = step * (2k - m), shifted by step * m
+        distribution = np.convolve(distribution, group)
+    sums = np.arange(-total, total + 1)
+    return min(1.0, float(distribution[np.abs(sums) >= observed].sum()))
 
 
 def tasks_to_decide(

@@ -13,8 +13,8 @@ diff, a timeout, an error) counting as 0, so skipping the hard tasks cannot rais
 resolved attempt with no tests at all (a kind graded otherwise) is left out of it. Evals
 (`attempt_scores`) cluster by task, i.e. by scenario.
 
-Not covered here: pass@k over epochs beyond pass@1 (`leaderboard.stats` has it; the run's
-`summary` JSON keeps the runner's own pass@k).
+pass@k is kept for k = the run's epochs (`pass_figures`; the run's `summary` JSON keeps the
+runner's own pass@k for every k).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from leaderboard.schema import (
     RunSummaryRow,
     TaskRow,
 )
-from leaderboard.stats import Interval, clustered_totals
+from leaderboard.stats import clustered_totals, pass_at_k
 
 A = AttemptRow.__table__
 TAMPERING = "grader_tampering"
@@ -65,8 +65,8 @@ def summary_columns() -> list[Any]:
     ]
 
 
-def _per_task(conn: Connection, run_ids: list[str]) -> dict[str, Interval]:
-    """Each run's resolved rate with its task-clustered interval."""
+def _per_task(conn: Connection, run_ids: list[str]) -> dict[str, tuple[list[float], list[int]]]:
+    """Each run's resolved attempts and attempts, per task."""
     query = (
         select(A.c.run_id, func.count(), func.sum(_resolved_int()))
         .where(A.c.run_id.in_(run_ids))
@@ -77,7 +77,19 @@ def _per_task(conn: Connection, run_ids: list[str]) -> dict[str, Interval]:
         found = sums.setdefault(run_id, ([], []))
         found[0].append(float(resolved or 0))
         found[1].append(int(n))
-    return {run_id: clustered_totals(y, m) for run_id, (y, m) in sums.items()}
+    return sums
+
+
+def pass_figures(resolved: list[float], attempts: list[int]) -> dict[str, Any]:
+    """From each task's resolved and attempts: `pass_k` (the fewest attempts of a task),
+    `pass_at_k` (the mean over tasks of `stats.pass_at_k`), and whether the rate's interval
+    is `degenerate` (`stats.clustered_totals`)."""
+    if not attempts:
+        return {"pass_k": None, "pass_at_k": None, "degenerate": None}
+    k = min(attempts)
+    each = [pass_at_k(n, int(c), k) for c, n in zip(resolved, attempts, strict=True)]
+    interval = clustered_totals(resolved, attempts)
+    return {"pass_k": k, "pass_at_k": sum(each) / len(each), "degenerate": interval.degenerate}
 
 
 def live(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -90,7 +102,8 @@ def live(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     found = {}
     for row in conn.execute(query).mappings():
         figures = dict(row)
-        rate = rates[row["run_id"]]
+        resolved, attempts = rates[row["run_id"]]
+        rate = clustered_totals(resolved, attempts)
         figures |= {
             "resolved": int(figures["resolved"] or 0),
             "resolved_rate": rate.estimate,
@@ -98,7 +111,7 @@ def live(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
             "rate_high": rate.high,
             # the mean over tasks of each task's share of epochs resolved
             "pass_at_1": _pass_at_1(conn, row["run_id"]),
-        }
+        } | pass_figures(resolved, attempts)
         found[row["run_id"]] = figures | more.get(row["run_id"], {})
     return found
 
@@ -163,6 +176,7 @@ def _planned(config: Any) -> int | None:
 
 
 SUMMARY_COLUMNS = frozenset(column.name for column in RunSummaryRow.__table__.c)
+NULLABLE = frozenset(("pass_at_k", "pass_k", "degenerate"))
 
 
 def refresh(conn: Connection, run_id: str) -> None:
@@ -172,7 +186,11 @@ def refresh(conn: Connection, run_id: str) -> None:
     figures = live(conn, [run_id]).get(run_id)
     if figures is None:
         return
-    row = {name: figures[name] or 0 for name in figures if name in SUMMARY_COLUMNS}
+    row = {
+        name: figures[name] if name in NULLABLE else figures[name] or 0
+        for name in figures
+        if name in SUMMARY_COLUMNS
+    }
     row |= {"run_id": run_id, "computed_at": datetime.now(UTC)}
     conn.execute(table_of(RunSummaryRow).insert().values(**row))
     insert_ignoring(conn, table_of(RunBreakdownRow), breakdowns(conn, run_id))

@@ -81,7 +81,7 @@ def test_runs_list_prints_unconfined_runs_in_a_table_of_their_own(
 def test_the_dashboard_shows_unconfined_runs_apart_with_a_note(tmp_path: Path, fill: Any) -> None:
     store, _ = filled(tmp_path, fill)
     try:
-        page = TestClient(create_app(store)).get("/").text
+        page = TestClient(create_app(store)).get("/runs").text
     finally:
         store.close()
     ranked, _, apart = page.partition("Not ranked: unconfined runs")

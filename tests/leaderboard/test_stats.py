@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from dataclasses import astuple
 
 import pytest
@@ -282,3 +283,15 @@ def test_numpy_bootstrap_draws_the_pure_python_resamples(
     alone = stats.paired_bootstrap(first, second, resamples=300)
     for got, want in zip(astuple(together["x"]), astuple(alone), strict=True):
         assert got == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_float_sign_flip_table_matches_the_integer_one(seed: int) -> None:
+    """Past EXACT_INTEGER_STEPS the exact test is built in probabilities (milliseconds at
+    thousands of tasks, not seconds); both tables agree to ~1e-12."""
+    rng = random.Random(seed)
+    steps = [rng.choice([1, 1, 2, 3]) for _ in range(250)]
+    observed = rng.randrange(0, 50)
+    exact = stats._sign_flip_exact(steps, observed)
+    assert sum(steps) <= stats.EXACT_INTEGER_STEPS  # so `exact` was counted in integers
+    assert stats._sign_flip_float(steps, observed) == pytest.approx(exact, rel=1e-12, abs=1e-15)
