@@ -71,7 +71,7 @@ def packages() -> tuple[Package, ...]:
         if spec is None or not spec.submodule_search_locations:
             continue
         version = importlib.metadata.version(distribution)
-        found.append(Package(module, version, Path(list(spec.submodule_search_locations)[0])))
+        found.append(Package(module, version, Path(next(iter(spec.submodule_search_locations)))))
     return tuple(found)
 
 
@@ -178,25 +178,19 @@ def _public(name: str) -> bool:
 def _function_defaults(path: str, qualified: str, node: ast.FunctionDef) -> list[Default]:
     args = node.args
     positional = args.posonlyargs + args.args
-    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults))
-    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    tail = positional[len(positional) - len(args.defaults) :]
+    pairs = list(zip(tail, args.defaults, strict=True))
+    keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    pairs += [(a, d) for a, d in keywords if d is not None]
     found = []
     for arg, default in pairs:
-        if (
-            isinstance(default, ast.Constant)
-            and type(default.value) in (int, bool)
-            and default.lineno == default.end_lineno
-        ):
+        if not isinstance(default, ast.Constant) or default.lineno != default.end_lineno:
+            continue
+        value = default.value
+        if isinstance(value, int):  # bool is an int too
+            end = default.end_col_offset or default.col_offset
             found.append(
-                Default(
-                    path,
-                    qualified,
-                    arg.arg,
-                    default.value,
-                    default.lineno,
-                    default.col_offset,
-                    default.end_col_offset or default.col_offset,
-                )
+                Default(path, qualified, arg.arg, value, default.lineno, default.col_offset, end)
             )
     return found
 
@@ -209,10 +203,29 @@ def _decorated_oddly(node: ast.FunctionDef) -> bool:
     )
 
 
+@cache
+def _importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def _imports_here(tree: ast.Module) -> bool:
+    """Every module the file imports unconditionally (at its top level) is installed here
+    (a Windows-only module, or one needing an optional extra, cannot be tested)."""
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module.split(".")[0])
+    return all(_importable(name) for name in names)
+
+
 def facts_of(path: str, source: str) -> ModuleFacts | None:
     try:
         tree = ast.parse(source)
     except SyntaxError:
+        return None
+    if not _imports_here(tree):
         return None
     public, defaults, parameters = [], [], {}
     for node in tree.body:

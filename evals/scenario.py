@@ -156,16 +156,8 @@ def _generated(wanted: list[str], seed: int | None, sample: int | None) -> list[
     chosen: list[Scenario] = []
     for name in wanted:
         mine = [s for s in generate(SEED if seed is None else seed) if s.eval == name]
-        chosen += mine if sample is None else _spread(mine, sample)
+        chosen += mine[:sample]  # interleaved over kinds: a sample covers them
     return chosen
-
-
-def _spread(scenarios: list[Scenario], count: int) -> list[Scenario]:
-    """`count` scenarios spread evenly over the list (so a sample covers every kind)."""
-    if count >= len(scenarios):
-        return scenarios
-    step = len(scenarios) / count
-    return [scenarios[int(i * step)] for i in range(count)]
 
 
 def _curated(wanted: list[str], folder: Path) -> list[Scenario]:

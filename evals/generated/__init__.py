@@ -10,6 +10,7 @@ eval spans them all. Refreshing the split is choosing another seed; the curated 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Callable, Iterator
@@ -61,11 +62,21 @@ def _pairs(context: b.Context) -> list[tuple[Default, Default]]:
     ]
 
 
+def _ignore_rng(
+    make: Callable[..., Scenario | None], item: tuple[Any, ...], rng: random.Random
+) -> Scenario | None:
+    return make(*item)
+
+
+def _quality_lister(context: b.Context, facts: ModuleFacts, rng: random.Random) -> Scenario:
+    return b.quality_lister(context, facts, rng.randrange(2))  # either style is good work
+
+
 def _kinds(context: b.Context) -> dict[str, dict[str, list[Make]]]:
     """Per eval, per kind, a maker per candidate of this codebase."""
 
     def each(items: list[Any], make: Callable[..., Scenario | None]) -> list[Make]:
-        return [lambda rng, item=item: make(*item) for item in items]
+        return [functools.partial(_ignore_rng, make, item) for item in items]
 
     c = context
     defaults = [(c, d) for d in _defaults(c)]
@@ -86,13 +97,11 @@ def _kinds(context: b.Context) -> dict[str, dict[str, list[Make]]]:
             "params": each(named, b.intent_params),
         },
         "instruction_following": {
-            "default": [lambda rng, d=d: following_default(c, d, rng) for d in _defaults(c)],
-            "lister": [lambda rng, m=m: following_lister(c, m, rng) for m in _modules(c)],
+            "default": [functools.partial(following_default, c, d) for d in _defaults(c)],
+            "lister": [functools.partial(following_lister, c, m) for m in _modules(c)],
         },
         "code_quality": {
-            "lister": [
-                lambda rng, m=m: b.quality_lister(c, m, rng.randrange(2)) for m in _modules(c)
-            ],
+            "lister": [functools.partial(_quality_lister, c, m) for m in _modules(c)],
             "default": each(defaults, b.quality_default),
         },
         "interruption": {
@@ -145,11 +154,13 @@ def generate(seed: int = SEED, per_eval: int = PER_EVAL) -> tuple[Scenario, ...]
             kind: sum(len(k[eval_name].get(kind, [])) for k in by_codebase.values())
             for kind in kinds
         }
-        left = per_eval
+        left, per_kind = per_eval, []
         for number, kind in enumerate(sorted(kinds, key=lambda kind: (size[kind], kind))):
             rng = random.Random(f"{seed}:{eval_name}:{kind}")
             makers = {name: k[eval_name].get(kind, []) for name, k in by_codebase.items()}
             taken = _take(makers, rng, -(-left // (len(kinds) - number)), seen)
             left -= len(taken)
-            result += taken
+            per_kind.append(taken)
+        # interleaved over the kinds: the first N of an eval cover its kinds evenly
+        result += [s for row in itertools.zip_longest(*per_kind) for s in row if s is not None]
     return tuple(result)

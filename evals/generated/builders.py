@@ -11,7 +11,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from evals.graders.common import functions, states_fact
 from evals.generated.tasks import (
     LISTER,
     AddLister,
@@ -21,6 +20,7 @@ from evals.generated.tasks import (
     lister_source,
     literal,
 )
+from evals.graders.common import functions, states_fact
 from evals.packages import Default, ModuleFacts, Package, with_default
 from evals.scenario import Interruption, Scenario, Step, Write
 

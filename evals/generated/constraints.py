@@ -120,7 +120,7 @@ def _compose(
     """Three rules, and the badly-behaved script's writes: the first rule broken (a rule with
     no text change is broken by an edit of a sibling or signature instead)."""
     chosen = rng.sample(rules, k=min(3, len(rules)))
-    words, _, breaks = chosen[0]
+    breaks = chosen[0][2]
     broken = breaks(content)
     if broken != content:
         return chosen, [Step(read=path), Step(write=Write(path=path, content=broken))]
@@ -138,7 +138,7 @@ def _compose(
         helper = f"\n\ndef {LISTER}() -> list[str]:\n    return []\n"
         text = context.sources[sibling].rstrip("\n") + helper
         return chosen, [Step(read=path), Step(write=Write(path=sibling, content=text))]
-    # keep_signatures: a public function loses its parameters' defaults... keep simple:
+    # keep_signatures: broken by extra lines instead (a rule the script cannot break alone)
     return chosen, [Step(read=path), Step(write=Write(path=path, content=_extra_lines(content)))]
 
 
