@@ -203,9 +203,13 @@ def _decorated_oddly(node: ast.FunctionDef) -> bool:
     )
 
 
+# importable here but not in an attempt's sandbox (a GUI toolkit) or not on Linux
+UNUSABLE_IMPORTS = frozenset({"tkinter", "_tkinter", "winreg", "msvcrt", "_winapi"})
+
+
 @cache
 def _importable(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    return module not in UNUSABLE_IMPORTS and importlib.util.find_spec(module) is not None
 
 
 def _imports_here(tree: ast.Module) -> bool:
