@@ -284,20 +284,16 @@ def interruption_revise(context: Context, default: Default) -> Scenario | None:
 
 
 def interruption_add(context: Context, first: Default, second: Default) -> Scenario:
+    """`first` and `second` are two defaults of one module (`_pairs`)."""
     one, two = change(context, first), change(context, second)
     files = both(context, first, second)
     tests = hidden_tests(
-        first.module if first.path == second.path else second.module,
-        [("test_added_requirement", second, two.new)],
+        first.module,
+        [
+            ("test_first_requirement", first, one.new),
+            ("test_added_requirement", second, two.new),
+        ],
     )
-    if first.path == second.path:
-        tests = hidden_tests(
-            first.module,
-            [
-                ("test_first_requirement", first, one.new),
-                ("test_added_requirement", second, two.new),
-            ],
-        )
     return scenario(
         "interruption",
         "add",
