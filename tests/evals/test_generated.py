@@ -10,6 +10,9 @@ import importlib
 import inspect
 import re
 from collections import Counter
+from typing import Any
+
+import pytest
 
 from evals import EVALS
 from evals.generated import SEED, generate
@@ -77,6 +80,7 @@ def test_counts_agree_with_the_text() -> None:
         assert scenario.grade["mentions"] == [str(len(public))], (scenario.id, public)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # dateutil.zoneinfo on import
 def test_defaults_agree_with_the_imported_signature() -> None:
     values = [s for s in generate(SEED) if s.eval == "intent" and kind(s) == "value"]
     assert len(values) >= 20
@@ -88,7 +92,7 @@ def test_defaults_agree_with_the_imported_signature() -> None:
         module = importlib.import_module(
             path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
         )
-        target = module
+        target: Any = module
         for part in rest.split("."):
             target = getattr(target, part)
         default = inspect.signature(target).parameters[parameter].default

@@ -31,6 +31,7 @@ def parse(items=[]):
 def score(before: str, after: str) -> tuple[float, list[str]]:
     state = FinalState(patch="x", before={"m.py": before}, after={"m.py": after}, resolved=True)
     result = grade_quality(TASK, state, [], QualityParams())
+    assert result is not None
     return result.value, result.reasons
 
 
