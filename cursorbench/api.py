@@ -156,7 +156,7 @@ def prepare(
 
         check_store(db_url)
     built = build_many(suite)
-    scenarios, eval_tasks = _eval_tasks(spec.evals)
+    scenarios, eval_tasks = _eval_tasks(spec.evals, spec)
     if replay is not None:
         warnings += _replay_warnings(replay.run.config.get("tasks", {}), built)
     if executor is None:  # a cluster is started or joined on first use, not here
@@ -270,7 +270,9 @@ def _executor(spec: RunSpec) -> Executor:
     return LocalExecutor(spec.executor.concurrency)
 
 
-def _eval_tasks(names: list[str]) -> tuple[list[Any], list[tuple[PreparedTask, str]]]:
+def _eval_tasks(
+    names: list[str], spec: RunSpec
+) -> tuple[list[Any], list[tuple[PreparedTask, str]]]:
     """The scenarios of the named evals ("all": every eval) and their prepared tasks."""
     if not names:
         return [], []
@@ -280,7 +282,9 @@ def _eval_tasks(names: list[str]) -> tuple[list[Any], list[tuple[PreparedTask, s
 
     wanted = list(EVALS) if names == ["all"] else names
     try:
-        scenarios = load_scenarios(wanted)
+        scenarios = load_scenarios(
+            wanted, split=spec.eval_split, seed=spec.eval_seed, sample=spec.eval_sample
+        )
     except ScenarioError as error:
         raise ConfigError(f"--evals: {error}") from None
     return scenarios, [prepare_scenario(scenario) for scenario in scenarios]

@@ -241,6 +241,19 @@ class RunSpec(Part):
         "instruction_following, eager_editing, code_quality, interruption, or 'all'; with "
         "tasks, both run.",
     )
+    eval_split: Literal["all", "curated", "generated"] = Field(
+        default="all",
+        description="Which eval scenarios run: the curated ones (evals/scenarios), the "
+        "generated held-out split (evals.generated, over real package codebases), or all.",
+    )
+    eval_seed: int | None = Field(
+        default=None, description="The generated split's seed [default: evals.generated.SEED]."
+    )
+    eval_sample: int | None = Field(
+        default=None,
+        ge=1,
+        description="At most this many generated scenarios per eval, spread over its kinds.",
+    )
     model: ModelSpec = Field(default_factory=ReferenceModel, description="Who answers.")
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec, description="Where commands run.")
     executor: ExecutorSpec = Field(

@@ -103,21 +103,71 @@ def results_table(
     return table
 
 
+def eval_owner(results: list[AttemptResult]) -> dict[str, str]:
+    """Each eval attempt's scenario and its eval (the programmatic score it carries)."""
+    from evals import EVALS
+
+    return {
+        result.task_id: key
+        for result in results
+        for key, score in result.scores.items()
+        if key in EVALS and not score.judged
+    }
+
+
 def scores_table(results: list[AttemptResult]) -> Table | None:
-    """Each eval's (behaviour check's) mean score under its name, next to correctness:
-    how many of the attempts it scored resolved their task. Judged scores (LLM judge)
-    have their own rows (`name:judged`)."""
+    """Each eval's mean score with its interval clustered by scenario and bounded in [0, 1]
+    (`evals.stats.eval_figures`), next to correctness: how many of its attempts resolved
+    their task. Judged scores (LLM judge) have their own rows (`name:judged`), plain means."""
+    from evals.stats import eval_figures
+
     means = score_means(results)
     if not means:
         return None
-    table = Table("eval", "score", "attempts", "resolved", title="behaviour scores")
-    table.title_justify = "left"
-    for key, figures in means.items():
+    figures = eval_figures(results, eval_owner(results))
+    table = Table(
+        "eval", "score", "95% interval", "scenarios", "attempts", "resolved",
+        title="behaviour scores", title_justify="left",
+    )  # fmt: skip
+    for key, mean in means.items():
+        eval_figure = figures.get(key)
+        interval, scenarios = "", ""
+        if eval_figure is not None and not mean.judged:
+            mark = " (not measured)" if eval_figure.degenerate else ""
+            interval = f"[{eval_figure.low:.3f}, {eval_figure.high:.3f}]{mark}"
+            scenarios = str(eval_figure.scenarios)
         table.add_row(
             key,
-            f"{figures.mean:.3f}",
-            str(figures.attempts),
-            _share(figures.resolved, figures.attempts),
+            f"{eval_figure.mean if eval_figure and not mean.judged else mean.mean:.3f}",
+            interval,
+            scenarios,
+            str(mean.attempts),
+            _share(mean.resolved, mean.attempts),
+        )
+    return table
+
+
+def detectable_table(results: list[AttemptResult]) -> Table | None:
+    """Per eval, the smallest difference in mean score two runs of its size can detect
+    (two-sided 5%, 80% power; `evals.stats.detectable_difference`): from the scenarios'
+    measured spread, and in the worst case (spread 0.5)."""
+    from evals.stats import WORST_SD, detectable_difference, eval_figures
+
+    figures = eval_figures(results, eval_owner(results))
+    if not figures:
+        return None
+    table = Table(
+        "eval", "scenarios", "spread", "detectable difference", "worst case",
+        title="smallest detectable difference (5% two-sided, 80% power)", title_justify="left",
+    )  # fmt: skip
+    for name, figure in figures.items():
+        spread = "not measured" if figure.degenerate else f"{figure.sd:.3f}"
+        table.add_row(
+            name,
+            str(figure.scenarios),
+            spread,
+            f"{figure.detectable:.3f}",
+            f"{detectable_difference(figure.scenarios, WORST_SD):.3f}",
         )
     return table
 
@@ -136,6 +186,9 @@ def print_run(
     scores = scores_table(results)
     if scores is not None:
         console.print(scores)
+    detectable = detectable_table(results)
+    if detectable is not None:
+        console.print(detectable)
     for warning in run.warnings if warnings else []:
         console.print(f"[bold yellow]warning:[/] {warning}", highlight=False)
     errors = [r for r in results if r.status is Status.ERROR and r.error]

@@ -4,6 +4,7 @@ breaks the code. Each is a scripted double (`harness.doubles`) served over real 
 run through the real runner, as `cursorbench run --base-url` would.
 
     PYTHONPATH=. python -m evals.baselines [--evals a,b] [--out DIR] [--concurrency N]
+        [--split all|curated|generated] [--sample N] [--seed S]
 
 prints, per baseline and eval, the mean score, the attempts and how many resolved; it
 exits 1 when a baseline's mean on an eval is over `FLOOR` or any attempt resolved.
@@ -61,7 +62,14 @@ def measure(
     out.mkdir(parents=True, exist_ok=True)
     options.setdefault("db", f"sqlite:///{out / 'baselines.sqlite'}")
     responder = BASELINES[baseline]()
-    owner = {scenario.id: scenario.eval for scenario in load_scenarios(evals)}
+    chosen = {k: options[k] for k in ("eval_split", "eval_seed", "eval_sample") if k in options}
+    picked = load_scenarios(
+        evals,
+        split=chosen.get("eval_split", "all"),
+        seed=chosen.get("eval_seed"),
+        sample=chosen.get("eval_sample"),
+    )
+    owner = {scenario.id: scenario.eval for scenario in picked}
     with OpenAIServer(responder) as server:
         outcome = api.run(
             spec_from_options(
@@ -116,13 +124,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baselines", default=",".join(BASELINES))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--split", choices=["all", "curated", "generated"], default="all")
+    parser.add_argument("--sample", type=int, default=None, help="generated scenarios per eval")
+    parser.add_argument("--seed", type=int, default=None, help="the generated split's seed")
     args = parser.parse_args(argv)
     evals = [name for name in args.evals.split(",") if name]
     out = args.out or Path(tempfile.mkdtemp(prefix="cursorbench-baselines-"))
     floors = [
         floor
         for baseline in args.baselines.split(",")
-        for floor in measure(baseline, evals, out / baseline, args.concurrency)
+        for floor in measure(
+            baseline,
+            evals,
+            out / baseline,
+            args.concurrency,
+            eval_split=args.split,
+            eval_seed=args.seed,
+            eval_sample=args.sample,
+        )
     ]
     print(table(floors))
     return 0 if all(floor.ok for floor in floors) else 1

@@ -14,6 +14,7 @@ content, with the hidden tests kept beside it. Not covered: running or grading.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import os
 import shutil
@@ -105,18 +106,61 @@ class Scenario(Strict):
     badly: list[Step] = Field(min_length=1)
 
     def codebase_dir(self) -> Path:
-        return CODEBASES / self.codebase
+        """A curated codebase (`codebases/NAME`), else a package codebase (`evals.packages`)."""
+        curated = CODEBASES / self.codebase
+        if curated.is_dir():
+            return curated
+        from evals.packages import PackageMissing, package_codebase
+
+        try:
+            return package_codebase(self.codebase)
+        except PackageMissing:
+            return curated
 
     def script(self, behaviour: Literal["well", "badly"]) -> list[Step]:
         return self.well if behaviour == "well" else self.badly
 
 
-def load_scenarios(evals: list[str] | None = None, folder: Path = SCENARIOS) -> list[Scenario]:
-    """The scenarios of the named evals (all when None), in file order."""
+Split = Literal["all", "curated", "generated"]
+SPLITS: tuple[str, ...] = ("all", "curated", "generated")
+
+
+def load_scenarios(
+    evals: list[str] | None = None,
+    folder: Path = SCENARIOS,
+    split: Split = "all",
+    seed: int | None = None,
+    sample: int | None = None,
+) -> list[Scenario]:
+    """The scenarios of the named evals (all when None): the curated ones in file order,
+    then (split `all` or `generated`) the generated held-out split of `seed`
+    (`evals.generated`), at most `sample` of each eval (its first ones for the seed)."""
     wanted = list(evals or EVALS)
     unknown = [name for name in wanted if name not in EVALS]
     if unknown:
         raise ScenarioError(f"unknown evals {', '.join(unknown)}; known: {', '.join(EVALS)}")
+    scenarios = _curated(wanted, folder) if split != "generated" else []
+    if split != "curated":
+        scenarios += _generated(wanted, seed, sample)
+    ids = [scenario.id for scenario in scenarios]
+    if len(set(ids)) != len(ids):
+        raise ScenarioError(
+            f"duplicate scenario ids: {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
+    return scenarios
+
+
+def _generated(wanted: list[str], seed: int | None, sample: int | None) -> list[Scenario]:
+    from evals.generated import SEED, generate
+
+    chosen: list[Scenario] = []
+    for name in wanted:
+        mine = [s for s in generate(SEED if seed is None else seed) if s.eval == name]
+        chosen += mine[:sample]  # interleaved over kinds: a sample covers them
+    return chosen
+
+
+def _curated(wanted: list[str], folder: Path) -> list[Scenario]:
     scenarios: list[Scenario] = []
     for name in wanted:
         path = folder / f"{name}.yaml"
@@ -134,11 +178,6 @@ def load_scenarios(evals: list[str] | None = None, folder: Path = SCENARIOS) -> 
             if not scenario.codebase_dir().is_dir():
                 raise ScenarioError(f"{path}: {scenario.id}: no codebase {scenario.codebase!r}")
             scenarios.append(scenario)
-    ids = [scenario.id for scenario in scenarios]
-    if len(set(ids)) != len(ids):
-        raise ScenarioError(
-            f"duplicate scenario ids: {sorted({i for i in ids if ids.count(i) > 1})}"
-        )
     return scenarios
 
 
@@ -183,7 +222,13 @@ def changed_lines(before: dict[str, str], after: dict[str, str]) -> int:
 def checks(scenario: Scenario) -> list[BehaviourCheck]:
     params = dict(scenario.grade)
     if scenario.eval == "code_quality" and "reference_lines" not in params:
-        files = codebase_files(scenario)
+        root = scenario.codebase_dir()
+        touched = {
+            step.edit.path if step.edit else step.write.path  # type: ignore[union-attr]
+            for step in scenario.well
+            if step.edit or step.write
+        }
+        files = {p: (root / p).read_text(encoding="utf-8") for p in touched if (root / p).is_file()}
         params["reference_lines"] = changed_lines(files, replay(files, scenario.well))
     return [BehaviourCheck(grader=scenario.eval, params=params, threshold=0.5)]
 
@@ -201,10 +246,19 @@ def verification(scenario: Scenario) -> AnyVerification:
     return BothVerification(pytest=tests, behaviour=behaviour)
 
 
+@functools.cache
+def _package_tree_digest(root: Path) -> str:
+    return tree_digest(root)  # a package codebase's folder is content-keyed: read it once
+
+
+def _tree_digest(root: Path) -> str:
+    return tree_digest(root) if root.is_relative_to(CODEBASES) else _package_tree_digest(root)
+
+
 def digest(scenario: Scenario) -> str:
     value = hashlib.sha256(BUILD_VERSION.encode())
     value.update(scenario.model_dump_json().encode())
-    value.update(tree_digest(scenario.codebase_dir()).encode())
+    value.update(_tree_digest(scenario.codebase_dir()).encode())
     return value.hexdigest()[:24]
 
 

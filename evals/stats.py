@@ -7,10 +7,14 @@ scenarios allow). An attempt of an eval's scenario without that eval's score cou
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel
 
 from harness.results import AttemptResult
-from leaderboard.stats import clustered_totals
+from leaderboard.stats import clustered_totals, z_for
+
+WORST_SD = 0.5  # the largest spread scores in [0, 1] can have
 
 
 class EvalFigures(BaseModel):
@@ -21,6 +25,8 @@ class EvalFigures(BaseModel):
     scenarios: int
     attempts: int
     degenerate: bool  # every scenario's mean was the same: the interval is not measured
+    sd: float  # the spread of the scenarios' means
+    detectable: float  # the smallest difference two runs of this size detect (see below)
 
 
 def eval_figures(
@@ -40,6 +46,7 @@ def eval_figures(
     for name, by_scenario in sorted(cells.items()):
         values = list(by_scenario.values())
         interval = clustered_totals([sum(v) for v in values], [len(v) for v in values], level)
+        sd = _sd([sum(v) / len(v) for v in values])
         figures[name] = EvalFigures(
             eval=name,
             mean=round(interval.estimate, 4),
@@ -48,5 +55,30 @@ def eval_figures(
             scenarios=interval.clusters,
             attempts=interval.n,
             degenerate=interval.degenerate,
+            sd=round(sd, 4),
+            detectable=detectable_difference(interval.clusters, sd, level),
         )
     return figures
+
+
+def _sd(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def detectable_difference(
+    scenarios: int, sd: float, level: float = 0.95, power: float = 0.8
+) -> float:
+    """The smallest difference in mean score between two runs over `scenarios` scenarios
+    each that a two-sided test at `level` detects with `power`: (z_a + z_b) * sd *
+    sqrt(2 / n), with sd the scenarios' spread, never under 0.1 of the worst case (a run
+    whose scenarios all scored alike has not measured its spread: the worst case, 0.5, is
+    used then). Capped at 1."""
+    if scenarios == 0:
+        return 1.0
+    spread = sd if sd > 0 else WORST_SD
+    spread = max(spread, 0.1 * WORST_SD)
+    z = z_for(level) + z_for(2 * power - 1)
+    return round(min(1.0, z * spread * math.sqrt(2 / scenarios)), 4)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from collections import Counter
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -48,6 +49,7 @@ Penalties = list[tuple[float, str]]
 CAMEL = re.compile(r"[a-z][a-z0-9]*[A-Z]\w*")
 SNAKE = re.compile(r"_*[a-z][a-z0-9_]*")
 DUPLICATE_RUN = 4  # identical consecutive lines that make a duplicated block
+LITERAL_ITEM = re.compile(r"""(?:'[^']*'|"[^"]*"|-?\d[\d_.]*),?""")  # one item of a listing
 KINDS = (
     "lint",
     "complexity",
@@ -130,6 +132,8 @@ def duplication(state: FinalState, code: list[str]) -> Penalties:
             block = tuple(added[start : start + DUPLICATE_RUN])
             if block in seen or sum(len(line) > 3 for line in block) < DUPLICATE_RUN:
                 continue
+            if all(LITERAL_ITEM.fullmatch(line) for line in block):
+                continue  # a listing of data (names, numbers), not copied logic
             seen.add(block)
             hits = sum(
                 tuple(text[i : i + DUPLICATE_RUN]) == block
@@ -230,20 +234,26 @@ def tests_added(state: FinalState, params: QualityParams) -> Penalties:
     return [(0.3, "behaviour was added without a test")]
 
 
+def _style_names(name: str, node: Function) -> set[str]:
+    names = [name.split(".")[-1]] + [a.arg for a in node.args.args]
+    names += [
+        t.id for t in ast.walk(node) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+    ]
+    return set(names)
+
+
 def naming(state: FinalState, code: list[str]) -> Penalties:
+    """camelCase names a change brings into a snake_case file (names the function already
+    had are not the change's)."""
     reasons = []
     for path in code:
         existing = [n.split(".")[-1] for n in functions(state.before.get(path))]
         if existing and not all(SNAKE.fullmatch(n) for n in existing):
             continue  # the file has no single style to keep to
+        old = functions(state.before.get(path))
         for name, node in new_or_changed_functions(state, path).items():
-            names = [name.split(".")[-1]] + [a.arg for a in node.args.args]
-            names += [
-                t.id
-                for t in ast.walk(node)
-                if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-            ]
-            odd = sorted({n for n in names if CAMEL.fullmatch(n)})
+            had = _style_names(name, old[name]) if name in old else set()
+            odd = sorted({n for n in _style_names(name, node) - had if CAMEL.fullmatch(n)})
             if odd:
                 reasons.append(
                     f"camelCase names in {path}::{name} among snake_case: {', '.join(odd)}"
@@ -286,17 +296,32 @@ def exception_handling(state: FinalState, code: list[str]) -> Penalties:
     in new or changed functions."""
     reasons = []
     for path in code:
+        old = functions(state.before.get(path))
         for name, node in new_or_changed_functions(state, path).items():
-            for handler in ast.walk(node):
-                if not isinstance(handler, ast.ExceptHandler):
+            had = Counter(kind for kind, _ in _handlers(old[name])) if name in old else Counter()
+            for kind, line in _handlers(node):
+                if had[kind]:  # the function had such a handler before the change
+                    had[kind] -= 1
                     continue
-                where = f"{path}::{name} line {handler.lineno}"
-                if handler.type is None:
+                where = f"{path}::{name} line {line}"
+                if kind == "bare":
                     reasons.append(f"bare `except:` in {where} (catches KeyboardInterrupt too)")
-                elif ast.unparse(handler.type) in BROAD and _swallows(handler):
-                    kind = ast.unparse(handler.type)
+                else:
                     reasons.append(f"`except {kind}` swallows every error in {where}")
     return _capped(0.2, 0.4, reasons)
+
+
+def _handlers(node: Function) -> list[tuple[str, int]]:
+    """The function's hazardous handlers: ("bare", line) or (broad class, line)."""
+    found = []
+    for handler in ast.walk(node):
+        if not isinstance(handler, ast.ExceptHandler):
+            continue
+        if handler.type is None:
+            found.append(("bare", handler.lineno))
+        elif ast.unparse(handler.type) in BROAD and _swallows(handler):
+            found.append((ast.unparse(handler.type), handler.lineno))
+    return found
 
 
 def _mutable(node: ast.expr) -> bool:
@@ -312,19 +337,22 @@ def _mutable(node: ast.expr) -> bool:
 def mutable_defaults(state: FinalState, code: list[str]) -> Penalties:
     reasons = []
     for path in code:
+        old = functions(state.before.get(path))
         for name, node in new_or_changed_functions(state, path).items():
-            arguments = node.args
-            positional = [*arguments.posonlyargs, *arguments.args]
-            pairs = list(zip(positional[len(positional) - len(arguments.defaults) :],
-                             arguments.defaults, strict=True))  # fmt: skip
-            pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults,
-                                             strict=True) if d is not None]  # fmt: skip
-            for argument, default in pairs:
-                if _mutable(default):
-                    reasons.append(
-                        f"mutable default {argument.arg}={ast.unparse(default)} in {path}::{name}"
-                    )
+            had = _mutable_defaults(old[name]) if name in old else []
+            for found in [item for item in _mutable_defaults(node) if item not in had]:
+                reasons.append(f"mutable default {found} in {path}::{name}")
     return _capped(0.2, 0.4, reasons)
+
+
+def _mutable_defaults(node: Function) -> list[str]:
+    arguments = node.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults) :],
+                     arguments.defaults, strict=True))  # fmt: skip
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults,
+                                     strict=True) if d is not None]  # fmt: skip
+    return [f"{a.arg}={ast.unparse(d)}" for a, d in pairs if _mutable(d)]
 
 
 def _bound_names(node: Function) -> set[str]:
@@ -346,7 +374,7 @@ def shadowed_builtins(state: FinalState, code: list[str]) -> Penalties:
         old = functions(state.before.get(path))
         for name, node in new_or_changed_functions(state, path).items():
             had = _bound_names(old[name]) if name in old else set()
-            own = {name.split(".")[-1]} if "." not in name else set()
+            own = {name.split(".")[-1]} if "." not in name and name not in old else set()
             shadow = sorted(((_bound_names(node) | own) - had) & BUILTIN_NAMES)
             if shadow:
                 reasons.append(f"builtins shadowed in {path}::{name}: {', '.join(shadow)}")

@@ -25,9 +25,13 @@ def test_baseline_scores_zero_on_every_eval(
 ) -> None:
     agent = BASELINES[baseline]()
     outcome = run_benchmark(
-        base_url=serve(agent), model=agent.models[0], evals=list(EVALS), concurrency=4
+        base_url=serve(agent),
+        model=agent.models[0],
+        evals=list(EVALS),
+        concurrency=4,
+        eval_split="curated",
     )
-    owner = {scenario.id: scenario.eval for scenario in load_scenarios()}
+    owner = {scenario.id: scenario.eval for scenario in load_scenarios(split="curated")}
     assert len(outcome.results) == len(owner)
     assert not [r.task_id for r in outcome.results if r.resolved], "a baseline resolved"
     for name in EVALS:

@@ -27,7 +27,9 @@ def cursorbench(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 def test_every_eval_scenario_runs_with_the_reference_agent(tmp_path: Path) -> None:
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
-    done = cursorbench("run", "--evals", ",".join(EVALS), "--out", str(out), "--db", db)
+    done = cursorbench(
+        "run", "--evals", ",".join(EVALS), "--eval-split", "curated", "--out", str(out), "--db", db
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["finished"] >= 60 and summary["resolved"] == summary["finished"]
@@ -59,10 +61,11 @@ def test_evals_option_refuses_unknown_names(tmp_path: Path) -> None:
 def test_a_suite_task_and_an_eval_run_together_and_report_both(tmp_path: Path) -> None:
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
     args = ["--suite", "smoke", "--tasks", "textkit-slugify", "--evals", "intent"]
+    args += ["--eval-split", "curated"]
     done = cursorbench("run", *args, "--out", str(out), "--db", db)
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "summary.json").read_text())
-    intent = [s.id for s in load_scenarios(["intent"])]
+    intent = [s.id for s in load_scenarios(["intent"], split="curated")]
     assert sorted(summary["per_task"]) == sorted(["textkit-slugify", *intent])
     assert summary["finished"] == 1 + len(intent) and summary["resolved"] == summary["finished"]
     assert summary["per_task"]["textkit-slugify"] == {"attempts": 1, "resolved": 1, "errors": 0}

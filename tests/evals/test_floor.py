@@ -9,7 +9,7 @@ import pytest
 from evals.scenario import Scenario, checks, codebase_files, load_scenarios, prepare
 from harness.scoring import FinalState, run_check
 
-SCENARIOS = load_scenarios()
+SCENARIOS = load_scenarios(split="curated")
 
 
 def _records(message: str) -> list[dict]:

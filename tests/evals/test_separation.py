@@ -26,7 +26,7 @@ def _scores(outcome: RunOutcome, name: str) -> dict[str, float]:
 def test_well_and_badly_behaved_agents_are_separated(
     name: str, serve: Callable[[Any], str], run_benchmark: Callable[..., RunOutcome], tmp_path
 ) -> None:
-    scenarios = load_scenarios([name])
+    scenarios = load_scenarios([name], split="curated")
     assert len(scenarios) >= 12
     outcomes = {}
     for behaviour in ("well", "badly"):
@@ -35,6 +35,7 @@ def test_well_and_badly_behaved_agents_are_separated(
             base_url=serve(agent),
             model=agent.models[0],
             evals=[name],
+            eval_split="curated",
             out=tmp_path / behaviour,
             concurrency=4,
         )

@@ -40,3 +40,33 @@ def test_an_unscored_attempt_counts_zero() -> None:
     owner = {"a": "code_quality", "b": "code_quality"}
     figures = eval_figures([attempt("a", 0, 1.0, "code_quality"), attempt("b", 0, None)], owner)
     assert figures["code_quality"].mean == 0.5 and figures["code_quality"].attempts == 2
+
+
+def test_detectable_difference_shrinks_with_size_and_uses_the_worst_case_unmeasured() -> None:
+    from evals.stats import WORST_SD, detectable_difference
+
+    assert detectable_difference(12, WORST_SD) > 0.5  # issue 17: 12 scenarios settle nothing
+    assert 0.15 < detectable_difference(110, WORST_SD) < 0.2
+    assert detectable_difference(110, 0.0) == detectable_difference(110, WORST_SD)
+    assert detectable_difference(110, 0.2) < detectable_difference(110, WORST_SD)
+    assert detectable_difference(0, 0.3) == 1.0 and detectable_difference(2, 0.5) == 1.0
+    owner = {f"s{i}": "intent" for i in range(40)}
+    mixed = eval_figures([attempt(f"s{i}", 0, float(i % 2)) for i in range(40)], owner)["intent"]
+    assert mixed.sd > 0.45 and mixed.detectable == detectable_difference(40, mixed.sd)
+
+
+def test_the_report_shows_clustered_bounded_figures_and_the_detectable_difference() -> None:
+    from rich.console import Console
+
+    from cursorbench.report import detectable_table, scores_table
+
+    results = [attempt(f"s{i}", e, 1.0) for i in range(12) for e in range(2)]
+    results += [attempt("q", 0, 0.5, key="code_quality")]
+    console = Console(width=200, record=True)
+    for table in (scores_table(results), detectable_table(results)):
+        assert table is not None
+        console.print(table)
+    text = console.export_text()
+    low = eval_figures(results, {f"s{i}": "intent" for i in range(12)})["intent"].low
+    assert f"[{low:.3f}, 1.000] (not measured)" in text  # 12 clusters, not 24 attempts
+    assert "smallest detectable difference" in text and "intent" in text and "0.572" in text
