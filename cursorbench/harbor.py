@@ -72,6 +72,7 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
 def task_toml(built: BuiltTask, image: str, python: str) -> str:
     task = built.task
     limits = task.limits
+    check = pytest_part(task.verification)
     metadata = {
         "cursorbench_id": task.id,
         "cursorbench_digest": built.digest,
@@ -82,6 +83,8 @@ def task_toml(built: BuiltTask, image: str, python: str) -> str:
         "cursorbench_python": python,
         "cursorbench_max_turns": limits.max_turns,
         "cursorbench_max_tokens": limits.max_tokens,
+        # what `--tasks harbor:DIR` drops from a change before the verifier runs
+        "cursorbench_protected_paths": check.protected_paths if check else [],
     }
     lines = [f'schema_version = "{HARBOR_SCHEMA_VERSION}"', 'artifacts = ["/workspace"]', ""]
     lines += ["[metadata]", *(f"{k} = {_toml(v)}" for k, v in metadata.items()), ""]
