@@ -197,8 +197,9 @@ def test_a_sample_of_v1_passes_harbors_lint_and_loader_and_grades_right(tmp_path
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.parametrize("task_id", ["textkit-slugify", "ledger-facts"])
 def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_container(
-    tmp_path: Path,
+    tmp_path: Path, task_id: str
 ) -> None:
     """What Harbor's Docker environment does, done with the harness's own engine: build
     environment/ (FROM the local base image, no registry), add tests/ and solution/ as
@@ -210,7 +211,7 @@ def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_co
         pytest.skip("this checkout's environment is under /tmp: no exported image holds it")
     client = docker_client()
     image = ensure_image(client)
-    [built] = build_many(tasks_from_options(["textkit-slugify"]))
+    [built] = build_many(tasks_from_options([task_id]))  # a pytest task, an answer task
     folder = export_task(built, tmp_path / "out", image)
     context = tmp_path / "context"
     shutil.copytree(folder / "tests", context / "tests")
