@@ -79,6 +79,7 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
 def task_toml(built: BuiltTask, image: str, python: str) -> str:
     task = built.task
     limits = task.limits
+    check = pytest_part(task.verification)
     metadata = {
         "cursorbench_id": task.id,
         "cursorbench_digest": built.digest,
@@ -90,7 +91,8 @@ def task_toml(built: BuiltTask, image: str, python: str) -> str:
         "cursorbench_max_turns": limits.max_turns,
         "cursorbench_max_tokens": limits.max_tokens,
         # what `--tasks harbor:DIR` drops from a change before the verifier runs
-        "cursorbench_protected_paths": list(task.verification.protected_paths),
+        # (a testing task's own tests lie under its protected paths: its verifier filters)
+        "cursorbench_protected_paths": check.protected_paths if check is not None else [],
     }
     lines = [f'schema_version = "{HARBOR_SCHEMA_VERSION}"', 'artifacts = ["/workspace"]', ""]
     lines += ["[metadata]", *(f"{k} = {_toml(v)}" for k, v in metadata.items()), ""]

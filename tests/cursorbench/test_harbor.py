@@ -159,6 +159,8 @@ def test_an_answer_task_is_graded_by_cursorbenchs_own_grading_in_the_verifier(
     folder = export_task(built, tmp_path / "out", IMAGE)
     tests = folder / "tests"
     assert (tests / "lib" / "harness" / "grading.py").is_file() and (tests / "task.json").is_file()
+    # nothing for an import to drop: the kind's own grading, in the verifier, filters
+    assert "cursorbench_protected_paths = []" in (folder / "task.toml").read_text()
     assert not (folder / "environment" / "workspace" / "answers.json").exists()
     assert_grades_reference_only(folder, tmp_path / "graded")
 
