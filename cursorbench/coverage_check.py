@@ -33,7 +33,7 @@ def coverage_args(built: BuiltTask, test_args: list[str]) -> list[str] | None:
     For a rewrite (refactor, migration, optimize: the original is the target and nothing
     is deleted) the whole suite: its tests guard the behaviour, while the hidden tests
     check the shape of the rewrite and need not run it."""
-    if built.task.mutation.kind == "rewrite":
+    if built.task.mutation is not None and built.task.mutation.kind == "rewrite":
         return list(test_args)
     check = built.task.verification
     hidden = sorted(f for f in kind_of(check).failing_by_design(check) if f.endswith(".py"))

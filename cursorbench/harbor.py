@@ -13,10 +13,11 @@ One built task becomes one Harbor task (its format: harbor.models.task.paths.Tas
   writes Harbor's reward file. Harbor copies tests/ into the verifier only;
 - `solution/`: `solve.sh` applies the reference patch (the reverse of the mutation).
 
-A task whose verdict needs more than a pytest run over the tree (kinds `answer`, graded on
-the final message, and `mutants`, graded on the agent's tests against mutants) is not
-exported: `ExportSkipped` says why. What is carried how, and what is lost:
-docs/interop.md.
+A task whose verdict is not a pytest run over the tree (kinds `answer`, graded on an
+answer file against facts, and `mutants`, the agent's tests against mutants) gets a
+verifier that runs CursorBench's own grading inside the verifier container
+(`harbor_harness.py`). A behaviour-only task (no run decides it) is not exported:
+`ExportSkipped` says why. What is carried how, and what is lost: docs/interop.md.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cursorbench.harbor_harness import write_harness_tests, write_tree_solution
 from cursorbench.workspace import BuiltTask
 from harness.errors import CursorBenchError
+from harness.kinds.registry import graded_by_run
 from harness.patch import glob_regex
 from harness.spec import pytest_part
 
@@ -52,10 +55,10 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
     """Writes the Harbor task of `built` to OUT/ID (replacing one there) and returns it."""
     task = built.task
     check = pytest_part(task.verification)
-    if check is None:
+    if not graded_by_run(task.verification) or task.verification.kind == "harbor":
         raise ExportSkipped(
-            f"{task.id}: its verification (kind {task.verification.kind}) is not a pytest run "
-            "over the tree, which is all a Harbor verifier here can do"
+            f"{task.id}: its verification (kind {task.verification.kind}) is not graded by "
+            "a run over the agent's change, which is all a Harbor verifier here can do"
         )
     target = out / task.id
     if target.exists():
@@ -64,14 +67,19 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
     (target / "instruction.md").write_text(task.prompt.rstrip() + "\n", encoding="utf-8")
     (target / "task.toml").write_text(task_toml(built, image, python), encoding="utf-8")
     _write_environment(built, target / "environment", image)
-    _write_tests(built, target / "tests", image, python, check)
-    _write_solution(built, target / "solution")
+    if check is not None:
+        _write_tests(built, target / "tests", image, python, check)
+        _write_solution(built, target / "solution")
+    else:
+        write_harness_tests(built, target / "tests", image, python)
+        write_tree_solution(built, target / "solution")
     return target
 
 
 def task_toml(built: BuiltTask, image: str, python: str) -> str:
     task = built.task
     limits = task.limits
+    check = pytest_part(task.verification)
     metadata = {
         "cursorbench_id": task.id,
         "cursorbench_digest": built.digest,
@@ -82,6 +90,9 @@ def task_toml(built: BuiltTask, image: str, python: str) -> str:
         "cursorbench_python": python,
         "cursorbench_max_turns": limits.max_turns,
         "cursorbench_max_tokens": limits.max_tokens,
+        # what `--tasks harbor:DIR` drops from a change before the verifier runs
+        # (a testing task's own tests lie under its protected paths: its verifier filters)
+        "cursorbench_protected_paths": check.protected_paths if check is not None else [],
     }
     lines = [f'schema_version = "{HARBOR_SCHEMA_VERSION}"', 'artifacts = ["/workspace"]', ""]
     lines += ["[metadata]", *(f"{k} = {_toml(v)}" for k, v in metadata.items()), ""]

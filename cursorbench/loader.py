@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from pathlib import Path
+from pathlib import Path, PosixPath
 
 import yaml
 from pydantic import ValidationError
@@ -98,6 +98,15 @@ def load_tasks_reporting(locations: list[Path]) -> tuple[list[Task], list[str]]:
     tasks: dict[str, Task] = {}
     problems: list[str] = []
     for location in locations:
+        if _is_harbor(location):
+            found, bad = _harbor_tasks(location)
+            problems += bad
+            for task in found:
+                if task.id in tasks:
+                    problems.append(f"harbor:{location}: task id {task.id!r} twice")
+                    continue
+                tasks[task.id] = task
+            continue
         try:
             paths = task_files(location)
         except TaskFileError as error:
@@ -180,15 +189,49 @@ def resolved(paths: list[Path]) -> list[Path]:
     return [path.resolve() for path in paths]
 
 
+HARBOR_PREFIX = "harbor:"
+
+
+class HarborDir(PosixPath):
+    """A `--tasks harbor:DIR` location: a Harbor task folder or a folder of them."""
+
+
+def _is_harbor(location: Path) -> bool:
+    return isinstance(location, HarborDir)
+
+
+def harbor_location(value: str) -> HarborDir | None:
+    """The folder a `harbor:DIR` value names (it must exist); None for other values."""
+    if not value.startswith(HARBOR_PREFIX):
+        return None
+    folder = HarborDir(value[len(HARBOR_PREFIX) :])
+    if not folder.is_dir():
+        raise TaskFileError(f"{value}: no such Harbor task folder")
+    return folder
+
+
+def _harbor_tasks(location: Path) -> tuple[list[Task], list[str]]:
+    from cursorbench.harbor_import import load_harbor_tasks
+
+    try:
+        return load_harbor_tasks(location)
+    except TaskFileError as error:
+        return [], [str(error)]
+
+
 def split_task_options(values: list[str]) -> tuple[list[Path], list[str]]:
     """`--tasks` values as paths that exist and id globs; a value that names a file or
-    folder that is not there (it has a `/` or a task file suffix) is refused."""
+    folder that is not there (it has a `/` or a task file suffix) is refused. `harbor:DIR`
+    is a Harbor task folder or a folder of them (`cursorbench/harbor_import.py`)."""
     paths: list[Path] = []
     globs: list[str] = []
     for value in values:
         if not value.strip():
             raise TaskFileError("--tasks: an empty value")
-        if Path(value).exists():
+        harbor = harbor_location(value)
+        if harbor is not None:
+            paths.append(harbor)
+        elif Path(value).exists():
             paths.append(Path(value))
         elif "/" in value or value.endswith(TASK_SUFFIXES):
             raise TaskFileError(f"{value}: no such task file or folder")

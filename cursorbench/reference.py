@@ -15,12 +15,17 @@ from typing import Any
 
 from cursorbench.answer import reference_tree
 from cursorbench.config import REFERENCE_SOLVER as REFERENCE_SOLVER
+from cursorbench.task import HarborSource
 from cursorbench.workspace import BuiltTask
 from harness.kinds.registry import kind_of
 from harness.openai_server import RawReply, Reply, error_reply, first_user_message, step_index
 
 
 def reference_steps(built: BuiltTask) -> list[Reply]:
+    if isinstance(built.task.source, HarborSource):  # its solution/solve.sh, run as is
+        from cursorbench.harbor_import import solution_steps
+
+        return solution_steps(built)
     steps = [Reply(content="Looking at the workspace.", tool_calls=[("list_dir", {"path": "."})])]
     tree = reference_tree(built)
     for path, text in tree.items():

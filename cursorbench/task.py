@@ -55,7 +55,17 @@ class PackageSource(Spec):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
-Source = Annotated[FolderSource | PackageSource, Field(discriminator="kind")]
+class HarborSource(Spec):
+    """A Harbor task folder (`--tasks harbor:DIR`, `cursorbench/harbor_import.py`): the
+    workspace is what its environment copies in; its own verifier (`tests/`) and solution
+    decide and solve, so it has no mutation."""
+
+    kind: Literal["harbor"] = "harbor"
+    path: str = Field(description="The Harbor task folder (absolute).")
+    workspace: str = Field(description="The folder its Dockerfile copies in, relative to it.")
+
+
+Source = Annotated[FolderSource | PackageSource | HarborSource, Field(discriminator="kind")]
 
 
 class RemoveFile(Spec):
@@ -114,7 +124,7 @@ class Task(Spec):
     # Fixes applied to the pristine tree before anything else (e.g. a conftest hook written
     # for an older pytest): part of the original, so never part of the answer.
     setup: list[Operation] = Field(default_factory=list)
-    mutation: Mutation
+    mutation: Mutation | None = None  # required but for a Harbor task
     # Test files the task's author wrote (structure, absence of an old idiom, operation
     # counts, ...): read from the folder named like the task next to its file
     # (`tasks/ID/tests/test_x.py` for `tests/test_x.py`), laid into the original tree
@@ -142,6 +152,15 @@ class Task(Spec):
                 {"kind": check.kind, "takers": ", ".join(takers)},
             )
         return graders
+
+    @model_validator(mode="after")
+    def _harbor_only_with_harbor(self) -> Task:
+        harbor_source = isinstance(self.source, HarborSource)
+        if harbor_source != (self.verification.kind == "harbor"):
+            raise ValueError("a harbor source and a harbor verification go together")
+        if self.mutation is None and not harbor_source:
+            raise ValueError("mutation: required")
+        return self
 
     @model_validator(mode="after")
     def _authored_tests_are_hidden(self) -> Task:

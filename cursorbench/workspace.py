@@ -30,6 +30,7 @@ from cursorbench import leaks
 from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
 from cursorbench.task import (
     FolderSource,
+    HarborSource,
     MoveSymbol,
     Operation,
     PackageSource,
@@ -155,6 +156,8 @@ def task_digest(task: Task) -> str:
         if not source.is_dir():
             raise BuildError(f"task {task.id}: source folder {source} does not exist")
         digest.update(tree_digest(source).encode())
+    elif isinstance(task.source, HarborSource):  # the whole task folder: tests, solution too
+        digest.update(tree_digest(Path(task.source.path)).encode())
     else:  # named by its sdist's sha256 (in the task's JSON) and how it is prepared
         digest.update(f"prepare-{PREPARE_VERSION}".encode())
     for relative in task.authored_tests:
@@ -186,7 +189,7 @@ def secret_paths(task: Task) -> list[Path]:
     paths = unused_site_packages()
     if task.path is not None:
         paths.append(task.path.parent)
-    if isinstance(task.source, PackageSource):
+    if not isinstance(task.source, FolderSource):
         return paths
     paths.append(task.source_dir())
     for parent in task.source_dir().parents:
@@ -205,6 +208,8 @@ def source_tree(task: Task, cache: Path | None = None) -> Path:
     """The task's source as a folder: the repository's folder, or the prepared sdist."""
     if isinstance(task.source, FolderSource):
         return task.source_dir()
+    if isinstance(task.source, HarborSource):
+        return Path(task.source.path) / task.source.workspace
     try:
         return prepared_tree(task.source, cache or build_cache())
     except SourceError as error:
@@ -212,6 +217,10 @@ def source_tree(task: Task, cache: Path | None = None) -> Path:
 
 
 def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask:
+    if isinstance(task.source, HarborSource):
+        from cursorbench.harbor_import import build_harbor  # it builds on this module
+
+        return build_harbor(task, cache)
     digest = task_digest(task)
     root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
     if isinstance(task.source, PackageSource):
@@ -262,7 +271,8 @@ def _build_into(task: Task, staging: Path, source: Path) -> None:
         (original / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(task.authored_dir() / relative, original / relative)
     shutil.copytree(original, workspace, symlinks=True)
-    for number, operation in enumerate(task.mutation.operations, start=1):
+    operations = task.mutation.operations if task.mutation is not None else []
+    for number, operation in enumerate(operations, start=1):
         try:
             apply_operation(workspace, operation)
         except (BuildError, OSError, SyntaxError) as error:

@@ -16,6 +16,7 @@ from harness.kinds.base import KindSpec, VerificationKind
 from harness.kinds.behaviour import BehaviourKind, BehaviourVerification
 from harness.kinds.both import BothKind
 from harness.kinds.docs import DocsKind
+from harness.kinds.harbor_kind import HarborKind
 from harness.kinds.mutants import MutantsKind
 from harness.kinds.pytest_kind import PytestKind, Verification
 
@@ -26,6 +27,7 @@ KINDS: dict[str, VerificationKind] = {
     "answer": AnswerKind(),
     "behaviour": BehaviourKind(),
     "both": BothKind(),
+    "harbor": HarborKind(),
 }
 DEFAULT_KIND = "pytest"  # a verification without `kind` (every task file written before kinds)
 

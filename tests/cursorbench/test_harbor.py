@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from cursorbench.harbor import ExportSkipped, export_task, export_tasks, scratch
 from cursorbench.loader import tasks_from_options
 from cursorbench.suites import build_many, suite_path
 from harness.errors import CursorBenchError
+from harness.kinds.behaviour import BehaviourCheck, BehaviourVerification
 from harness.sandbox.image import IMAGE_REPOSITORY
 from tests.cli_runner import cursorbench
 from tests.harbor_env import harbor, harbor_python
@@ -55,8 +57,8 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, Path]:
     built = build_many(tasks_from_options([]))
     out = tmp_path_factory.mktemp("harbor")
     written, skipped = export_tasks(built, out, image=IMAGE)
-    assert [line.split(":")[0] for line in skipped] == ["ledger-facts"]  # an answer task
-    assert len(written) == len(built) - 1
+    assert skipped == []  # the answer task too: CursorBench's grading in the verifier
+    assert len(written) == len(built)
     return built, out
 
 
@@ -81,7 +83,9 @@ def test_nothing_hidden_reaches_the_agents_environment(smoke: tuple) -> None:
             assert not (environment / "workspace" / hidden).exists(), hidden
             assert (folder / "tests" / "hidden" / hidden).is_file(), hidden
         agent_files = {p.read_bytes() for p in environment.rglob("*") if p.is_file()}
-        assert (folder / "solution" / "reference.patch").read_bytes() not in agent_files
+        for solution in (folder / "solution").rglob("*"):
+            if solution.is_file() and solution.name not in ("solve.sh", "deleted.txt"):
+                assert solution.read_bytes() not in agent_files, solution
         for hidden in (folder / "tests" / "hidden").rglob("*"):
             if hidden.is_file():
                 assert hidden.read_bytes() not in agent_files, hidden
@@ -95,7 +99,7 @@ def run_verifier(folder: Path, workspace: Path, logs: Path) -> tuple[str, dict]:
         "CURSORBENCH_WORKSPACE": str(workspace),
         "CURSORBENCH_LOGS": str(logs),
     }
-    script = folder / "tests" / "cursorbench_verifier.py"
+    [script] = (folder / "tests").glob("cursorbench_*verifier.py")
     done = subprocess.run(
         [sys.executable, "-P", str(script)],
         capture_output=True, text=True, env=env, timeout=600, check=False,
@@ -113,7 +117,12 @@ def assert_grades_reference_only(folder: Path, scratch: Path) -> None:
     solved = scratch / folder.name / "solved"
     shutil.copytree(untouched, solved, symlinks=True)
     patch = folder / "solution" / "reference.patch"
-    subprocess.run(["git", "apply", str(patch)], cwd=solved, check=True)
+    if patch.is_file():
+        subprocess.run(["git", "apply", str(patch)], cwd=solved, check=True)
+    else:  # a kind's own reference, as files (harbor_harness.write_tree_solution)
+        shutil.copytree(folder / "solution" / "files", solved, dirs_exist_ok=True)
+        for path in (folder / "solution" / "deleted.txt").read_text().splitlines():
+            (solved / path).unlink()
     reward, outcomes = run_verifier(folder, solved, scratch / folder.name / "logs-solved")
     assert (reward, outcomes["resolved"]) == ("1", True), (folder.name, outcomes)
     reward, outcomes = run_verifier(folder, untouched, scratch / folder.name / "logs-none")
@@ -143,10 +152,25 @@ def test_a_solution_that_edits_the_tests_is_not_graded_on_its_own_tests(
     assert not (workspace / "conftest.py").exists()
 
 
-def test_an_answer_task_is_skipped_saying_why(tmp_path: Path) -> None:
+def test_an_answer_task_is_graded_by_cursorbenchs_own_grading_in_the_verifier(
+    tmp_path: Path,
+) -> None:
     [built] = build_many(tasks_from_options(["ledger-facts"]))
-    with pytest.raises(ExportSkipped, match="ledger-facts: its verification \\(kind answer\\)"):
-        export_task(built, tmp_path, IMAGE)
+    folder = export_task(built, tmp_path / "out", IMAGE)
+    tests = folder / "tests"
+    assert (tests / "lib" / "harness" / "grading.py").is_file() and (tests / "task.json").is_file()
+    # nothing for an import to drop: the kind's own grading, in the verifier, filters
+    assert "cursorbench_protected_paths = []" in (folder / "task.toml").read_text()
+    assert not (folder / "environment" / "workspace" / "answers.json").exists()
+    assert_grades_reference_only(folder, tmp_path / "graded")
+
+
+def test_a_behaviour_only_task_is_skipped_saying_why(tmp_path: Path) -> None:
+    [built] = build_many(tasks_from_options(["ledger-facts"]))
+    behaviour = BehaviourVerification(checks=[BehaviourCheck(grader="intent")])
+    task = built.task.model_copy(update={"verification": behaviour})
+    with pytest.raises(ExportSkipped, match="ledger-facts: its verification \\(kind behaviour\\)"):
+        export_task(replace(built, task=task), tmp_path, IMAGE)
 
 
 def test_the_command_writes_the_tasks(tmp_path: Path) -> None:
@@ -166,8 +190,8 @@ def test_the_command_writes_the_tasks(tmp_path: Path) -> None:
 def test_a_sample_of_v1_passes_harbors_lint_and_loader_and_grades_right(tmp_path: Path) -> None:
     found = tasks_from_options([str(suite_path("v1")), *V1_SAMPLE])
     written, skipped = export_tasks(build_many(found), tmp_path, image=IMAGE)
-    assert [line.split(":")[0] for line in skipped] == ["markdown-pipeline-understanding"]
-    assert len(written) == 2
+    assert skipped == []
+    assert len(written) == 3
     harbor_accepts(written)
     for folder in written:
         assert_grades_reference_only(folder, tmp_path / "graded")
@@ -175,8 +199,9 @@ def test_a_sample_of_v1_passes_harbors_lint_and_loader_and_grades_right(tmp_path
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.parametrize("task_id", ["textkit-slugify", "ledger-facts"])
 def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_container(
-    tmp_path: Path,
+    tmp_path: Path, task_id: str
 ) -> None:
     """What Harbor's Docker environment does, done with the harness's own engine: build
     environment/ (FROM the local base image, no registry), add tests/ and solution/ as
@@ -188,7 +213,7 @@ def test_the_exported_images_build_on_the_docker_backends_base_and_grade_in_a_co
         pytest.skip("this checkout's environment is under /tmp: no exported image holds it")
     client = docker_client()
     image = ensure_image(client)
-    [built] = build_many(tasks_from_options(["textkit-slugify"]))
+    [built] = build_many(tasks_from_options([task_id]))  # a pytest task, an answer task
     folder = export_task(built, tmp_path / "out", image)
     context = tmp_path / "context"
     shutil.copytree(folder / "tests", context / "tests")

@@ -85,7 +85,7 @@ def test_the_graded_kinds_a_task_file_may_name() -> None:
 def test_dispatch_is_by_the_registry() -> None:
     from harness.kinds.registry import KINDS, UnknownKind, kind_of, task_file_kinds
 
-    assert task_file_kinds() == ["pytest", "docs", "mutants", "answer"]
+    assert task_file_kinds() == ["pytest", "docs", "mutants", "answer", "harbor"]
     assert kind_of(PARSE(TESTS)) is KINDS["pytest"]
     mutants = PARSE({"kind": "mutants", "mutants": [{"id": "m", "file": "m.py", "old": "<",
                                                      "new": "<="}]})  # fmt: skip

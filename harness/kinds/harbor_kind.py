@@ -1,0 +1,323 @@
+"""The `harbor` kind: a Harbor task's own verifier (`tests/test.sh`) decides, by the reward
+it writes (`cursorbench run --tasks harbor:DIR`, cursorbench/harbor_import.py).
+
+The task's hidden folder is the Harbor task's `tests/` folder. Grading, after the agent's
+sandbox is closed (its processes are gone with it):
+
+1. the agent's change arrives as patch text; what touches the task's protected paths
+   (if it names any) or links out of the workspace is dropped (`patch.grading_change`);
+2. a fresh sandbox of the run's backend opens over the prepared workspace and the change
+   is applied there: nothing of the agent's sandbox survives but its patch;
+3. only then are the verifier's files copied in, in one command that also runs them: to
+   `/tmp/cursorbench-harbor-TOKEN/tests` (outside the workspace, so no patch can reach
+   them; TOKEN is fresh each time), with an empty `.../logs/verifier`. Harbor's paths in their text
+   (`/tests`, `/logs/verifier`, the environment's workdir) are rewritten to those
+   (`rewrite_paths`): a sandbox's root file system is read-only;
+4. `test.sh` runs with the report channel's descriptor closed; after it ends the same
+   command sends the logs folder back as a tar stream through that channel;
+5. `judge_reward` reads the reward as Harbor does (`reward.json` first, else
+   `reward.txt`, a number) and resolves when it reaches `min_reward`: a pure function.
+
+Not prevented (as in Harbor): the code under test runs in the verifier's process, as
+its user, so it can write the reward file itself. What is: a reward or a verifier planted
+by the change (none reaches /tmp), an agent's process still running at grading, and the
+agent reading the tests or the solution (they are not in its sandbox). docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+import re
+import secrets
+import tarfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
+from harness.kinds.testrun import GradeReport, protected_files
+from harness.patch import PatchFormatError, grading_change
+from harness.results import Failure, Score, TestOutcome
+from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
+from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded
+
+if TYPE_CHECKING:
+    from harness.sandbox.protocol import SandboxBackend
+    from harness.spec import PreparedTask
+
+HOME = "/tmp/cursorbench-harbor"  # a fresh `HOME-TOKEN` per grading run
+REWARD_SCORE = "harbor_reward"
+REWARD_TEST = "harbor:reward"
+MAX_LOG_BYTES = 4 * 1024 * 1024
+MAX_TEXT_REWRITE_BYTES = 2 * 1024 * 1024
+VERIFY_SCRIPT = f"""set -u
+report=$1
+T=$2
+rm -rf "$T" && mkdir -p "$T/tests" "$T/logs/verifier" "$T/logs/agent" || exit 90
+tar -x --no-same-owner -f - -C "$T/tests" || exit 91
+fd=${{report##*/}}
+( eval "exec $fd>&-"; exec bash "$T/tests/test.sh" ) </dev/null 2>&1
+echo "cursorbench: test.sh exited $?"
+tar -c -C "$T/logs/verifier" . 2>/dev/null | head -c {MAX_LOG_BYTES} > "$report"
+rm -rf "$T"
+"""
+
+
+class HarborVerification(Frozen):
+    """A Harbor verifier (the task's `tests/`, hidden) run after the agent; its reward
+    decides."""
+
+    kind: Literal["harbor"] = "harbor"
+    workdir: str = Field(
+        default="/workspace",
+        description="The Harbor environment's working folder, the workspace's path there.",
+    )
+    min_reward: float = Field(default=1.0, gt=0, description="The reward that resolves.")
+    protected_paths: list[str] = Field(
+        default_factory=list,
+        description="Globs of workspace files the change may not touch (dropped before grading).",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="The verifier's environment (`[verifier.env]`)."
+    )
+
+    @property
+    def hidden_tests(self) -> list[str]:
+        return []  # the verifier's files never enter the workspace
+
+
+def rewrite_paths(text: str, mapping: dict[str, str]) -> str:
+    """Each absolute path of `mapping` (a whole path component sequence, not part of a
+    longer name) replaced by its target, in one pass: pure."""
+    if not mapping:
+        return text
+    keys = sorted(mapping, key=len, reverse=True)
+    pattern = re.compile(r"(?<![\w.~$/-])(" + "|".join(re.escape(k) for k in keys) + r")(?![\w.-])")
+    return pattern.sub(lambda match: mapping[match.group(1)], text)
+
+
+def path_mapping(workdir: str, root: str, home: str) -> dict[str, str]:
+    mapping = {
+        "/tests": f"{home}/tests",
+        "/logs/verifier": f"{home}/logs/verifier",
+        "/logs/agent": f"{home}/logs/agent",
+    }
+    if workdir.rstrip("/") and workdir.rstrip("/") != root.rstrip("/"):
+        mapping[workdir.rstrip("/")] = root.rstrip("/")
+    return mapping
+
+
+def rewrite_file(data: bytes, mapping: dict[str, str]) -> bytes:
+    """A file's bytes with `rewrite_paths` applied, if it is UTF-8 text of a sane size."""
+    if len(data) > MAX_TEXT_REWRITE_BYTES or b"\0" in data:
+        return data
+    try:
+        return rewrite_paths(data.decode("utf-8"), mapping).encode("utf-8")
+    except UnicodeDecodeError:
+        return data
+
+
+def verifier_tar(tests: Path, mapping: dict[str, str]) -> bytes:
+    """The verifier's files as a tar stream, Harbor's paths in text files rewritten."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path in sorted(tests.rglob("*")) if tests.is_dir() else []:
+            name = path.relative_to(tests).as_posix()
+            info = archive.gettarinfo(str(path), arcname=name)
+            if not path.is_file() or path.is_symlink():
+                archive.addfile(info)
+                continue
+            data = rewrite_file(path.read_bytes(), mapping)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def read_logs(report: bytes | None) -> dict[str, str]:
+    """The logs folder's regular files from the report's tar stream (written by code the
+    agent's change may control: read in memory only, never extracted)."""
+    logs: dict[str, str] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(report or b""), mode="r:") as archive:
+            for member in archive:
+                if not member.isfile() or member.size > MAX_LOG_BYTES:
+                    continue
+                handle = archive.extractfile(member)
+                if handle is not None:
+                    name = member.name.removeprefix("./")
+                    logs[name] = handle.read().decode("utf-8", errors="replace")
+    except (tarfile.TarError, EOFError, OSError):
+        pass
+    return logs
+
+
+def reward_of(logs: dict[str, str]) -> tuple[float | None, str | None]:
+    """Harbor's reward (`reward.json`'s `reward`, or its only value; else `reward.txt`) and
+    what made it unreadable: pure."""
+    if "reward.json" in logs:
+        try:
+            data = json.loads(logs["reward.json"])
+        except ValueError:
+            return None, "reward.json is not JSON"
+        if isinstance(data, dict):
+            values = [data["reward"]] if "reward" in data else list(data.values())
+        else:
+            values = [data]
+        if len(values) != 1:
+            return None, f"reward.json holds {len(values)} rewards and none named `reward`"
+        value: object = values[0]
+    elif "reward.txt" in logs:
+        value = logs["reward.txt"].strip()
+    else:
+        return None, "the verifier wrote no reward file (reward.txt or reward.json)"
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None, f"the reward {str(value)[:40]!r} is not a number"
+    if isinstance(value, bool) or not math.isfinite(number):
+        return None, f"the reward {value!r} is not a finite number"
+    return number, None
+
+
+def listed_outcomes(logs: dict[str, str]) -> dict[str, TestOutcome]:
+    """Per-test outcomes a verifier reports in CursorBench's `outcomes.json` (the verifier
+    of an exported task writes one); none otherwise."""
+    try:
+        tests = json.loads(logs.get("outcomes.json", "{}")).get("tests", {})
+    except (ValueError, AttributeError):
+        return {}
+    if not isinstance(tests, dict):
+        return {}
+    known = {outcome.value for outcome in TestOutcome}
+    return {
+        str(node): TestOutcome(outcome) if outcome in known else TestOutcome.MISSING
+        for node, outcome in tests.items()
+    }
+
+
+def judge_reward(
+    check: HarborVerification, done: Completed, logs: dict[str, str], timeout_s: float
+) -> GradeReport:
+    """The verdict from the verifier's run and its logs: pure, no I/O."""
+    output = done.output
+    if done.timed_out:
+        error = f"the verifier ran over {timeout_s}s"
+        return GradeReport(False, Failure.TEST_TIMEOUT, {}, error, 0.0, output)
+    reward, problem = reward_of(logs)
+    tests = listed_outcomes(logs)
+    passed = reward is not None and reward >= check.min_reward
+    tests[REWARD_TEST] = TestOutcome.PASSED if passed else TestOutcome.FAILED
+    scores = {}
+    if reward is not None:
+        value = min(1.0, max(0.0, reward))
+        reasons = [] if passed else [f"reward {reward:g} < {check.min_reward:g}"]
+        scores[REWARD_SCORE] = Score(value=value, reasons=reasons)
+    failure = None if passed else Failure.TESTS_FAILED
+    return GradeReport(passed, failure, tests, problem, 0.0, output, scores=scores)
+
+
+def grade_harbor(
+    task: PreparedTask, check: HarborVerification, patch: str, backend: SandboxBackend,
+    scratch: Path,
+) -> GradeReport:  # fmt: skip
+    started = time.monotonic()
+    try:
+        change = grading_change(
+            patch,
+            check.protected_paths,
+            protected_files(task.workspace, check),  # type: ignore[arg-type]
+        )
+    except PatchFormatError as error:
+        return GradeReport(False, Failure.PATCH_REJECTED, error=f"unreadable change: {error}")
+    dropped = change.dropped_protected + change.dropped_links
+    sandbox = backend.open(task.workspace, scratch / "sandbox", track_changes=False)
+    try:
+        try:
+            sandbox.apply_patch(change.patch)
+        except PatchRejected as error:
+            return GradeReport(False, Failure.PATCH_REJECTED, error=str(error), dropped=dropped)
+        home = f"{HOME}-{secrets.token_hex(8)}"
+        tests = verifier_tar(task.hidden_dir, path_mapping(check.workdir, sandbox.root, home))
+        try:
+            done = sandbox.execute(
+                ["bash", "-c", VERIFY_SCRIPT, "bash", REPORT_PLACEHOLDER, home],
+                timeout=task.limits.test_timeout_s, stdin=tests, report=True,
+                env=dict(check.env),
+            )  # fmt: skip
+        except ResourceLimitExceeded as error:
+            return GradeReport(False, Failure.RESOURCE_LIMIT, error=str(error), dropped=dropped)
+    finally:
+        sandbox.close()
+    report = judge_reward(check, done, read_logs(done.report), task.limits.test_timeout_s)
+    report.duration_s = time.monotonic() - started
+    report.dropped = dropped
+    return report
+
+
+class HarborKind(FileKindDefaults):
+    name = "harbor"
+    model: type[HarborVerification] = HarborVerification
+
+    def grade(
+        self,
+        task: PreparedTask,
+        check: HarborVerification,
+        patch: str,
+        backend: SandboxBackend,
+        scratch: Path,
+        rng: random.Random,
+    ) -> GradeReport | None:
+        return grade_harbor(task, check, patch, backend, scratch)
+
+    def reference_files(self, check: HarborVerification, workspace: Path) -> Files | None:
+        return None  # the task's solution/solve.sh (cursorbench/harbor_import.py)
+
+    def stub_files(self, check: HarborVerification) -> Files | None:
+        return None
+
+    def solver_test_args(self, check: HarborVerification, written: list[str]) -> list[str]:
+        return []
+
+    def failing_by_design(self, check: HarborVerification) -> set[str]:
+        return set()
+
+    def example(self) -> KindExample:
+        return KindExample(
+            workspace={"calc.py": EXAMPLE_BROKEN, "tests/test_sub.py": EXAMPLE_VISIBLE},
+            hidden={"test.sh": EXAMPLE_TEST_SH, "test_calc.py": EXAMPLE_TESTS},
+            verification=HarborVerification(protected_paths=["tests/**", "**/conftest.py"]),
+            reference={"calc.py": EXAMPLE_SOLVED},
+            stub={"calc.py": EXAMPLE_STUB},
+            tamper={"tests/conftest.py": EXAMPLE_CHEAT, "tests/test_calc.py": "pass\n"},
+        )
+
+
+EXAMPLE_BROKEN = "def sub(a, b):\n    return a - b\n"
+EXAMPLE_SOLVED = EXAMPLE_BROKEN + "\n\ndef add(a, b):\n    return a + b\n"
+EXAMPLE_STUB = EXAMPLE_BROKEN + "\n\ndef add(a, b):\n    raise NotImplementedError\n"
+EXAMPLE_VISIBLE = "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n"
+EXAMPLE_TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+# As Harbor writes them: /tests, /logs/verifier and the workdir, rewritten at grading.
+EXAMPLE_TEST_SH = """#!/bin/bash
+cd /workspace
+cp /tests/test_calc.py tests/test_calc.py
+if python -m pytest -q -p no:cacheprovider tests; then
+    echo 1 > /logs/verifier/reward.txt
+else
+    echo 0 > /logs/verifier/reward.txt
+fi
+"""
+# A conftest that turns every failure into a pass: dropped with the protected paths.
+EXAMPLE_CHEAT = """import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
