@@ -15,6 +15,7 @@ command -v git >/dev/null 2>&1 || need_apt+=(git)
 ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need_apt+=(faketime)
 # gettext: the translation tests of v1's humanize tasks run msgfmt, xgettext and msgmerge
 command -v msgfmt >/dev/null 2>&1 || need_apt+=(gettext)
+command -v make >/dev/null 2>&1 || need_apt+=(make)  # a v1 task's tests run its Makefile
 # The docker sandbox backend: the harness starts its own engine (harness/sandbox/engine.py).
 if [ "$(id -u)" = 0 ] || [ -n "${CI:-}" ]; then
   command -v dockerd >/dev/null 2>&1 || need_apt+=(docker.io)

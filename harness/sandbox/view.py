@@ -47,6 +47,7 @@ PACKAGES = (
     "tar", "gzip", "procps", "libc-bin", "debianutils", "sensible-utils",
     "tzdata", "libfaketime",  # time zones, and the shifted clock of validation and health
     "gettext",  # msgfmt, xgettext, msgmerge: humanize's translation tests (v1) run them
+    "make",  # markdown-makefile-devops (v1) runs its Makefile
 )  # fmt: skip
 # Of util-linux, whose rest (mount, nsenter, ...) stays out: what scripts and tests use.
 PROGRAMS = (
