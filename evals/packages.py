@@ -26,6 +26,7 @@ from functools import cache
 from pathlib import Path
 
 from cursorbench.workspace import cache_home
+from harness.pyast import parse_module
 
 # (import name, distribution): pure Python, not loaded by pytest or the harness's test run
 PACKAGES: tuple[tuple[str, str], ...] = (
@@ -226,7 +227,7 @@ def _imports_here(tree: ast.Module) -> bool:
 
 def facts_of(path: str, source: str) -> ModuleFacts | None:
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source, path)
     except SyntaxError:
         return None
     if not _imports_here(tree):

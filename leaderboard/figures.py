@@ -8,9 +8,13 @@ from leaderboard.queries import CheckpointPoint, LeaderRow
 
 
 def cost_figure(
-    rows: list[LeaderRow], front: list[str], short: dict[str, str] | None = None
+    rows: list[LeaderRow],
+    cost_per_task: dict[str, float],
+    front: list[str],
+    short: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Cost against score, each run with its interval, and the Pareto frontier through `front`."""
+    """Cost per task against score, each run (all priced: `cost_per_task` holds each) with its
+    interval, and the Pareto frontier through `front`."""
     by_id = {row.run_id: row for row in rows}
     short = short or {}
     return {
@@ -19,7 +23,7 @@ def cost_figure(
                 "type": "scatter",
                 "mode": "markers",
                 "name": "runs",
-                "x": [row.cost_usd for row in rows],
+                "x": [cost_per_task[row.run_id] for row in rows],
                 "y": [row.score for row in rows],
                 "text": [f"{row.model} {short.get(row.run_id, row.run_id[:12])}" for row in rows],
                 "error_y": {
@@ -33,13 +37,13 @@ def cost_figure(
                 "type": "scatter",
                 "mode": "lines+markers",
                 "name": "Pareto frontier",
-                "x": [by_id[run].cost_usd for run in front],
+                "x": [cost_per_task[run] for run in front],
                 "y": [by_id[run].score for run in front],
                 "line": {"shape": "hv"},
             },
         ],
         "layout": {
-            "xaxis": {"title": {"text": "cost ($)"}},
+            "xaxis": {"title": {"text": "cost per task ($)"}},
             "yaxis": {"title": {"text": "score"}, "range": [0, 1.05]},
             "margin": {"t": 20},
         },

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from leaderboard import figures, queries, run_pages, stats
+from leaderboard import figures, queries, run_pages, stats, summaries
 from leaderboard.board import Pick
 from leaderboard.pages import (
     SORTABLE,
@@ -144,20 +144,40 @@ class Dashboard:
     def cost(self, request: Request) -> Response:
         with self.conn() as conn:
             rows = queries.leaderboard(conn, filters_of(request))
+            costs = summaries.extras(conn, [row.run_id for row in rows])
             form = filter_form(conn, request, "/cost")
             short = queries.ShortIds(conn)
-        points = [(row.run_id, row.cost_usd, row.score) for row in rows]
-        front = stats.pareto_front(points)
+        per_task = {
+            run: found["cost_per_task"]
+            for run, found in costs.items()
+            if found["cost_per_task"] is not None
+        }
+        priced = [row for row in rows if row.run_id in per_task]
+        front = stats.pareto_front(
+            [(row.run_id, per_task[row.run_id], row.score) for row in priced]
+        )
         by_id = {row.run_id: row for row in rows}
-        figure = figures.cost_figure(rows, front, {row.run_id: short(row.run_id) for row in rows})
+        shorts = {row.run_id: short(row.run_id) for row in rows}
+        figure = figures.cost_figure(priced, per_task, front, shorts)
         front_list = "".join(
             f"<li>{run_link(run, short(run))} {e(by_id[run].model)}</li>" for run in front
         )
+        unknown = "".join(
+            f"<li>{run_link(row.run_id, short(row.run_id))} {e(row.model)}</li>"
+            for row in rows
+            if row.run_id not in per_task
+        )
         body = (
             form
+            + "<p class='note'>Cost per task (the run's cost over the tasks it recorded); a run "
+            "whose model has no price is not drawn: its cost is unknown, not $0.</p>"
             + chart(figure, "cost-chart")
             + f"<h2>Pareto frontier</h2><ul id='front'>{front_list}</ul>"
         )
+        if unknown:
+            body += (
+                f"<h2>Cost unknown (no price for the model)</h2><ul id='unpriced'>{unknown}</ul>"
+            )
         return page("Cost vs score", body, charts=True)
 
     def breakdown(self, request: Request) -> Response:

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -75,6 +75,9 @@ class GateConfig(BaseModel):
         default_factory=list, description="Task ids/globs (of the suite, if given)."
     )
     evals: list[str] = Field(default_factory=list, description="Behaviour evals to run too.")
+    eval_split: Literal["all", "curated", "generated"] = Field(
+        default="all", description="Which eval scenarios run (the run config's `eval_split`)."
+    )
     epochs: int = Field(default=1, ge=1)
     rules: GateRules = Field(default_factory=GateRules)
     sandbox: str = "auto"
@@ -103,6 +106,7 @@ class GateConfig(BaseModel):
         return {
             "tasks": tasks,
             "evals": self.evals,
+            "eval_split": self.eval_split,
             "epochs": self.epochs,
             "out": str(out),
             "model": {
