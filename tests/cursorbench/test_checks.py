@@ -43,7 +43,7 @@ def test_a_package_task_passes_full_validation(cursorbench_home: Path, tmp_path:
 def test_weak_or_wrong_tasks_are_rejected(cursorbench_home: Path, tmp_path: Path) -> None:
     task = tiny_task(cursorbench_home, tmp_path)
     check = pytest_part(task.verification)
-    assert check is not None
+    assert check is not None and task.mutation is not None
     few = check.model_copy(
         update={"hidden_tests": [], "fail_to_pass": check.fail_to_pass[:1], "pass_to_pass": []}
     )
@@ -121,6 +121,7 @@ def test_the_stub_stubs_code_and_leaves_configuration_as_it_was(tmp_path: Path) 
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "Makefile").write_text("test:\n\tpython -m pytest\n")
     task = authored_task(tmp_path)
+    assert task.mutation is not None
     operations = [*task.mutation.operations, {"op": "remove_file", "file": "Makefile"}]
     task = (
         type(task)
