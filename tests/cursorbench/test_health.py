@@ -40,6 +40,24 @@ def test_the_smoke_sample_stays_healthy_a_day_ahead(cursorbench_home: Path, tmp_
 
 
 @pytest.mark.slow
+def test_a_v1_sample_stays_healthy_a_year_ahead_at_utc_plus_14(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    """A real package's task on every commit: cachetools' time-aware cache (its pinned sdist,
+    the build test_checks' v1 sample shares), a year ahead in Pacific/Kiritimati."""
+    done = cursorbench(
+        "tasks", "health", "--suite", "v1", "--tasks", "cachetools-tlru", "--clock", "+1y",
+        "--tz", "Pacific/Kiritimati", "--report", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 of 1 tasks changed since validation" in done.stdout
+    (check,) = load_health(tmp_path)
+    assert check.perturbation.startswith("clock+1y-Pacific/Kiritimati")
+    verdicts = {v.who: v.resolved for v in check.verdicts}
+    assert verdicts == {"reference": True, "untouched": False, "stub": False}
+
+
+@pytest.mark.slow
 def test_a_listed_test_whose_id_embeds_the_date_is_caught_a_day_later(
     cursorbench_home: Path, tmp_path: Path
 ) -> None:
