@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import io
-import os
 import re
 import shlex
 import shutil
@@ -38,8 +37,8 @@ from typing import Any
 from cursorbench.loader import HARBOR_PREFIX as PREFIX
 from cursorbench.loader import TaskFileError
 from cursorbench.task import Category, HarborSource, Task
-from cursorbench.workspace import READY_MARKER, BuiltTask, copy_source, task_digest
-from harness.home import build_cache
+from cursorbench.workspace import BuiltTask, copy_source, task_digest
+from harness.home import build_cache, build_once
 from harness.kinds.harbor_kind import HarborVerification, rewrite_file
 from harness.openai_server import Reply
 from harness.sandbox.image import IMAGE_REPOSITORY
@@ -223,12 +222,10 @@ def build_harbor(task: Task, cache: Path | None = None) -> BuiltTask:
     assert isinstance(task.source, HarborSource)
     digest = task_digest(task)
     root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
-    if (root / READY_MARKER).exists():
-        return BuiltTask(task, digest, root)
     folder = Path(task.source.path)
-    staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        source = folder / task.source.workspace
+    source = folder / task.source.workspace
+
+    def fill(staging: Path) -> None:
         if source.is_dir():
             copy_source(source, staging / "workspace")
         else:
@@ -238,15 +235,8 @@ def build_harbor(task: Task, cache: Path | None = None) -> BuiltTask:
             shutil.copytree(folder / "solution", staging / "solution", symlinks=True)
         shutil.copytree(staging / "workspace", staging / "original", symlinks=True)
         (staging / "reference.patch").write_text("")
-        (staging / READY_MARKER).write_text(digest)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.rename(staging, root)
-        except OSError:  # built concurrently: theirs is as good
-            if not (root / READY_MARKER).exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    build_once(root, digest, fill)
     return BuiltTask(task, digest, root)
 
 

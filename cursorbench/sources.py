@@ -26,13 +26,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import tomllib
 import uuid
 import zipfile
 from pathlib import Path
 
 from cursorbench.task import PackageSource
+from harness.home import build_once
 
 PREPARE_VERSION = "2"
 DROPPED_DIRS = {
@@ -246,22 +246,13 @@ def prepared_tree(source: PackageSource, home: Path) -> Path:
     """The package's tree, extracted and prepared once per sdist (content-addressed)."""
     sdist = fetch_sdist(source, home)  # checks the hash even when cached
     root = home / "sources" / f"{source.sha256[:24]}-p{PREPARE_VERSION}"
-    if (root / "READY").is_file():
-        return root / "tree"
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=root.parent, prefix=".staging-"))
-    try:
+
+    def fill(staging: Path) -> None:
         top = extract(sdist, staging / "extract")
         write_metadata(top, top)
         strip_tree(top)
         write_pytest_ini(top)
         os.rename(top, staging / "tree")
-        (staging / "READY").write_text(source.sha256)
-        try:
-            os.rename(staging, root)
-        except OSError:  # prepared concurrently: theirs is as good
-            if not (root / "READY").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    build_once(root, source.sha256, fill)
     return root / "tree"

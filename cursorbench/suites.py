@@ -26,8 +26,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cursorbench.loader import TaskFileError, bundled_suites
 from cursorbench.progress import BuildLog
 from cursorbench.task import Task
-from cursorbench.workspace import READY_MARKER, BuiltTask, build, task_digest
-from harness.home import build_cache
+from cursorbench.workspace import BuiltTask, build, task_digest
+from harness.home import READY_MARKER, build_cache
 
 SUITES = bundled_suites()
 

@@ -22,7 +22,6 @@ import os
 import shutil
 import sys
 import sysconfig
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from cursorbench.task import (
     Task,
 )
 from harness.errors import CursorBenchError
-from harness.home import build_cache, harness_dirs
+from harness.home import build_cache, build_once, harness_dirs
 from harness.home import cache_home as cache_home  # imported from here by many modules
 from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
@@ -51,7 +50,6 @@ from harness.twin import restored_functions
 BUILDER_VERSION = "4"
 SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
-READY_MARKER = "READY"
 
 
 class BuildError(CursorBenchError, RuntimeError):
@@ -225,22 +223,13 @@ def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask
     root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
     if isinstance(task.source, PackageSource):
         source_tree(task, cache)  # the sdist's hash is checked on every build
-    if (root / READY_MARKER).exists():
-        return BuiltTask(task, digest, root)
-    staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+
+    def fill(staging: Path) -> None:
         _build_into(task, staging, source_tree(task, cache))
         if scan:
             check_leaks(task, staging)
-        (staging / READY_MARKER).write_text(digest)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.rename(staging, root)
-        except OSError:  # built concurrently by another process: theirs is as good
-            if not (root / READY_MARKER).exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    build_once(root, digest, fill)
     return BuiltTask(task, digest, root)
 
 

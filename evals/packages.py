@@ -18,14 +18,12 @@ import ast
 import hashlib
 import importlib.metadata
 import importlib.util
-import os
-import shutil
-import uuid
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from cursorbench.workspace import cache_home
+from harness.home import build_once
 from harness.pyast import parse_module
 
 # (import name, distribution): pure Python, not loaded by pytest or the harness's test run
@@ -118,23 +116,14 @@ def package_codebase(name: str) -> Path:
     files["pyproject.toml"] = PYPROJECT.format(module=package.module, version=package.version)
     key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:16]
     root = cache_home() / "evals" / "codebases" / f"{name}-{key}"
-    if (root / "READY").exists():
-        return root / "tree"
-    staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+
+    def fill(staging: Path) -> None:
         for path, text in files.items():
             target = staging / "tree" / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        (staging / "READY").write_text(key)
-        root.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.rename(staging, root)
-        except OSError:  # built concurrently: theirs is as good
-            if not (root / "READY").exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+
+    build_once(root, key, fill)
     return root / "tree"
 
 

@@ -16,9 +16,6 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
-import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from cursorbench.workspace import cache_home, copy_source, tree_digest
 from evals import EVALS
 from evals.graders.common import is_test_path
+from harness.home import build_once
 from harness.spec import (
     AnyVerification,
     BehaviourCheck,
@@ -266,23 +264,15 @@ def prepare(scenario: Scenario, cache: Path | None = None) -> tuple[PreparedTask
     """The scenario as a task ready to attempt, and its content digest."""
     key = digest(scenario)
     root = (cache or cache_home()) / "evals" / f"{scenario.id}-{key}"
-    if not (root / "READY").exists():
-        staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            copy_source(scenario.codebase_dir(), staging / "workspace")
-            (staging / "hidden").mkdir()
-            for path, text in (scenario.tests.files if scenario.tests else {}).items():
-                (staging / "hidden" / path).parent.mkdir(parents=True, exist_ok=True)
-                (staging / "hidden" / path).write_text(text, encoding="utf-8")
-            (staging / "READY").write_text(key)
-            root.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.rename(staging, root)
-            except OSError:  # built concurrently: theirs is as good
-                if not (root / "READY").exists():
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+
+    def fill(staging: Path) -> None:
+        copy_source(scenario.codebase_dir(), staging / "workspace")
+        (staging / "hidden").mkdir()
+        for path, text in (scenario.tests.files if scenario.tests else {}).items():
+            (staging / "hidden" / path).parent.mkdir(parents=True, exist_ok=True)
+            (staging / "hidden" / path).write_text(text, encoding="utf-8")
+
+    build_once(root, key, fill)
     task = PreparedTask(
         id=scenario.id,
         prompt=scenario.prompt,

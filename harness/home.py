@@ -13,7 +13,12 @@ Both are hidden from the sandbox and left out of the leak scan's view.
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+
+READY_MARKER = "READY"
 
 
 def cache_home() -> Path:
@@ -30,3 +35,27 @@ def build_cache() -> Path:
 def harness_dirs() -> list[Path]:
     """The folders the sandbox must hide: the cache home and the build cache."""
     return list(dict.fromkeys([cache_home(), build_cache()]))
+
+
+def build_once(
+    root: Path, key: str, fill: Callable[[Path], None], marker: str = READY_MARKER
+) -> None:
+    """Makes the content-addressed folder `root` once, atomically: unless `root` is marked
+    ready already, `fill` writes a staging folder beside it (the path it is given does not
+    exist yet; its parent does), which is marked ready (`marker`, holding `key`) and renamed
+    into place. If another process got there first, its folder stands: theirs is as good.
+    The staging folder never outlives the call."""
+    if (root / marker).is_file():
+        return
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        fill(staging)
+        (staging / marker).write_text(key)
+        try:
+            os.rename(staging, root)
+        except OSError:  # built concurrently by another process
+            if not (root / marker).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

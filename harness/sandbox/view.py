@@ -33,11 +33,10 @@ import stat
 import subprocess
 import sys
 import sysconfig
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from harness.home import build_cache
+from harness.home import build_cache, build_once
 from harness.sandbox.bubblewrap import python_paths
 from harness.sandbox.protocol import SandboxUnavailable
 
@@ -358,21 +357,10 @@ def system_tree() -> Path:
     """The system files as a tree of copies, built once per `view_key` (about 70 MB here);
     bubblewrap binds its top folders over the host's."""
     root = trees_folder() / view_key()
-    if (root / READY).is_file():
-        return root
-    staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        _build_tree(staging)
-        (staging / READY).write_text(view_key())
-        try:
-            os.rename(staging, root)
-        except OSError:  # built concurrently by another process: theirs is as good
-            if not (root / READY).is_file():
-                raise
+        build_once(root, view_key(), _build_tree, marker=READY)
     except OSError as error:
         raise SandboxUnavailable(f"cannot build the sandbox's system tree: {error}") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return root
 
 
