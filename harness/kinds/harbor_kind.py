@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
+from harness.kinds.pytest_kind import EXAMPLE_BROKEN, EXAMPLE_SOLVED, EXAMPLE_STUB
 from harness.kinds.testrun import GradeReport, protected_files
 from harness.patch import PatchFormatError, grading_change
 from harness.results import Failure, Score, TestOutcome
@@ -297,9 +298,6 @@ class HarborKind(FileKindDefaults):
         )
 
 
-EXAMPLE_BROKEN = "def sub(a, b):\n    return a - b\n"
-EXAMPLE_SOLVED = EXAMPLE_BROKEN + "\n\ndef add(a, b):\n    return a + b\n"
-EXAMPLE_STUB = EXAMPLE_BROKEN + "\n\ndef add(a, b):\n    raise NotImplementedError\n"
 EXAMPLE_VISIBLE = "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n"
 EXAMPLE_TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
 # As Harbor writes them: /tests, /logs/verifier and the workdir, rewritten at grading.
