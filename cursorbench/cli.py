@@ -27,8 +27,14 @@ import typer
 from rich.console import Console
 from typer.exceptions import TyperException
 
+from cursorbench.cli_common import (
+    EXIT_ALL_ERRORS,
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    SUITE_HELP,
+    console,
+)
 from cursorbench.cli_leaderboard import register as register_leaderboard
-from cursorbench.cli_tasks import EXIT_BAD_INPUT, SUITE_HELP, console
 from cursorbench.cli_tasks import register as register_tasks
 from cursorbench.config import ConfigProblems, Flag, run_flags, spec_from_options
 from harness.errors import ConfigError, CursorBenchError
@@ -51,8 +57,6 @@ register_tasks(app)  # tasks list, show, validate, health, build, export, derive
 register_leaderboard(app)  # runs, gate, dashboard, db
 errors = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # a log line stays one line
 
-EXIT_ALL_ERRORS = 3
-EXIT_INTERRUPTED = 130
 # Every error a user can fix is a CursorBenchError (one line); SandboxUnavailable is the
 # sandbox seam's own, raised by `tasks validate` choosing a backend.
 KNOWN_ERRORS: tuple[type[Exception], ...] = (CursorBenchError, SandboxUnavailable)

@@ -24,8 +24,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from cursorbench.cli_common import EXIT_BAD_INPUT
 from cursorbench.cli_store import (
-    EXIT_BAD_INPUT,
     DbOption,
     JsonOption,
     _print_json,

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from cursorbench.cli_common import EXIT_BAD_INPUT
+
 if TYPE_CHECKING:
     from sqlalchemy.exc import SQLAlchemyError
 
     from leaderboard.store import SqlStore
-
-EXIT_BAD_INPUT = 2
 
 
 def known_errors() -> tuple[type[Exception], ...]:

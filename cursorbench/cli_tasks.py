@@ -10,27 +10,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from cursorbench.cli_common import EXIT_BAD_INPUT, SuiteOption, TasksOption, console
 from harness.errors import ConfigError
-
-console = Console(width=None if sys.stdout.isatty() else 140)
-EXIT_BAD_INPUT = 2
 
 tasks_app = typer.Typer(
     no_args_is_help=True,
     help="List, show, validate and health-check tasks.",
     rich_markup_mode=None,
 )
-
-SUITE_HELP = "A bundled suite by name: smoke or v1."
-SuiteOption = Annotated[str | None, typer.Option("--suite", help=SUITE_HELP)]
-TasksOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--tasks", help="Task ids or globs from the bundled suite, or task files/folders."
-    ),
-]
 
 
 def register(app: typer.Typer) -> None:
