@@ -3,33 +3,48 @@
 # (slow tests included). Extra options pass to pytest, e.g. `bash scripts/test.sh -m "not slow"`
 # (the quick tier).
 #
-# The suite runs in two phases (tests/conftest.py: CURSORBENCH_TEST_PHASE): most tests on
+# The suite runs in phases (tests/conftest.py: CURSORBENCH_TEST_PHASE): most tests on
 # CURSORBENCH_TEST_WORKERS pytest-xdist workers (default 3: on 2 cores many tests wait on
-# sandboxes and subprocesses), then the tests of machine-wide resources (Docker, Ray, the red
-# team's resource-limit attacks) alone. The type check and the docs build run beside the
-# second phase, which leaves a core idle; their output is shown when they end. A phase that
-# selects no test (exit 5) is fine when the other one ran some.
+# sandboxes and subprocesses) and, beside them in a process of their own, the tests of a
+# machine-wide resource (the Docker engine, Ray) one at a time, its output shown when it
+# ends; then the tests that need the machine to themselves (the red team's resource-limit
+# attacks, test_sources) alone. Both share one build cache. The type check and the docs
+# build run beside the last phase, which leaves a core idle. A phase that selects no test
+# (exit 5) is fine when another one ran some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export CURSORBENCH_TEST_BUILD_CACHE="$scratch/build-cache"
+# Harbor's own environment (the interop tests use it) downloads while the checks below run.
+bash scripts/harbor.sh --ensure >"$scratch/harbor.log" 2>&1 &
+harbor_pid=$!
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 workers=${CURSORBENCH_TEST_WORKERS:-3}
+CURSORBENCH_TEST_PHASE=resources .venv/bin/python -m pytest "$@" >"$scratch/resources.log" 2>&1 &
+resources_pid=$!
 parallel=0
 CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" "$@" || parallel=$?
-static_log=$(mktemp)
-(.venv/bin/mypy && bash scripts/docs.sh) >"$static_log" 2>&1 &
+resources=0
+wait "$resources_pid" || resources=$?
+echo "--- tests of machine-wide resources (Docker, Ray), run beside the others ---"
+cat "$scratch/resources.log"
+# A failed early build is only reported: the tests that need Harbor built it again or said why.
+wait "$harbor_pid" || { echo "--- early build of Harbor's environment failed ---"; cat "$scratch/harbor.log"; }
+(.venv/bin/mypy && bash scripts/docs.sh) >"$scratch/static.log" 2>&1 &
 static_pid=$!
 exclusive=0
 CURSORBENCH_TEST_PHASE=exclusive .venv/bin/python -m pytest "$@" || exclusive=$?
 static=0
 wait "$static_pid" || static=$?
 echo "--- type check (mypy) and docs build (mkdocs --strict) ---"
-cat "$static_log"
-rm -f "$static_log"
+cat "$scratch/static.log"
 if [ "$static" != 0 ]; then exit "$static"; fi
-if [ "$parallel" = 5 ] && [ "$exclusive" = 5 ]; then exit 5; fi
-[ "$parallel" = 5 ] && parallel=0
-[ "$exclusive" = 5 ] && exclusive=0
-if [ "$parallel" != 0 ]; then exit "$parallel"; fi
-exit "$exclusive"
+statuses=("$parallel" "$resources" "$exclusive")
+if [ "${statuses[*]}" = "5 5 5" ]; then exit 5; fi
+for status in "${statuses[@]}"; do
+    if [ "$status" != 0 ] && [ "$status" != 5 ]; then exit "$status"; fi
+done
+exit 0

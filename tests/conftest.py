@@ -35,25 +35,28 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Fixtures that make a test a whole benchmark run: such a test is `slow` wherever it lives.
 WHOLE_RUN_FIXTURES = {"run_benchmark"}
-# Tests of a machine-wide resource, which other tests running beside them disturb: the Docker
-# engine and its image, local Ray clusters (their auth token is machine-wide), test_sources
-# (it plants a task's answer in the shared site-packages for a moment, which would fail a
-# build of that task beside it, e.g. in test_checks), and tests marked `exclusive` (the red
-# team's resource-limit and side-channel attacks, which load the machine or watch its locks).
-# `scripts/test.sh` runs the suite in two phases (`CURSORBENCH_TEST_PHASE`): `parallel`,
-# everything else under pytest-xdist, then `exclusive`, these alone, one at a time.
-EXCLUSIVE_FILES = {
-    "test_ray_executor.py",
-    "test_docker.py",
-    "test_sources.py",
-}
-PHASES = ("parallel", "exclusive")
+# `scripts/test.sh` runs the suite in phases (`CURSORBENCH_TEST_PHASE`):
+# - `parallel`: every test not named below, under pytest-xdist;
+# - `resources`, at the same time in a process of its own, one test at a time: the tests of
+#   a machine-wide resource, which tests of the same resource beside them would disturb: the
+#   Docker engine and its image (tests marked `docker`) and local Ray clusters (their auth
+#   token is machine-wide);
+# - `exclusive`, afterwards, alone: the tests that need the machine to themselves:
+#   test_sources (it plants a task's answer in the shared site-packages for a moment, which
+#   would fail a build of that task beside it, e.g. in test_checks) and tests marked
+#   `exclusive` (the red team's resource-limit and side-channel attacks, which load the
+#   machine or watch its locks).
+EXCLUSIVE_FILES = {"test_sources.py"}
+RESOURCE_FILES = {"test_ray_executor.py", "test_docker.py"}
+PHASES = ("parallel", "resources", "exclusive")
 
 
-def exclusive(item: pytest.Item) -> bool:
-    return item.path.name in EXCLUSIVE_FILES or any(
-        item.get_closest_marker(name) is not None for name in ("docker", "exclusive")
-    )
+def phase_of(item: pytest.Item) -> str:
+    if item.path.name in EXCLUSIVE_FILES or item.get_closest_marker("exclusive") is not None:
+        return "exclusive"
+    if item.path.name in RESOURCE_FILES or item.get_closest_marker("docker") is not None:
+        return "resources"
+    return "parallel"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -67,7 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if phase not in PHASES:
         raise pytest.UsageError(f"CURSORBENCH_TEST_PHASE must be one of {', '.join(PHASES)}")
-    keep = [item for item in items if exclusive(item) == (phase == "exclusive")]
+    keep = [item for item in items if phase_of(item) == phase]
     config.hook.pytest_deselected(items=[item for item in items if item not in keep])
     items[:] = keep
 
@@ -98,8 +101,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def session_build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Built tasks, sdists and leak-scan results, shared by every test of the session (and
-    by every xdist worker: the folder is above theirs). Entries are content-addressed and
+    by every xdist worker: the folder is above theirs; `scripts/test.sh` names one for the
+    phases it runs at once). Entries are content-addressed and
     written by atomic rename, so two tests building the same task both get a whole one."""
+    shared = os.environ.get("CURSORBENCH_TEST_BUILD_CACHE")  # phases run at once share it
+    if shared:
+        return Path(shared)
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent
