@@ -45,6 +45,8 @@ class Failure(StrEnum):
 
 
 class TestOutcome(StrEnum):
+    __test__ = False  # a result, not a test class for pytest to collect
+
     PASSED = "passed"
     FAILED = "failed"
     ERROR = "error"
