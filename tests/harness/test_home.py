@@ -1,3 +1,7 @@
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +51,42 @@ def test_a_folder_another_process_published_first_stands(tmp_path: Path) -> None
     build_once(root, "k", fill)
     assert sorted(p.name for p in root.iterdir()) == [READY_MARKER, "theirs"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["thing"]
+
+
+def test_builders_of_one_folder_take_turns_and_the_waiters_build_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "thing"
+    started = threading.Barrier(4)
+    fills: list[int] = []
+
+    def fill(staging: Path) -> None:
+        fills.append(threading.get_ident())
+        staging.mkdir()
+        time.sleep(0.2)  # long enough for every other builder to be waiting on the lock
+        (staging / "made").write_text("1")
+
+    def builder() -> None:
+        started.wait()
+        build_once(root, "k", fill)
+        assert (root / "made").read_text() == "1"  # ready when the call returns
+
+    threads = [threading.Thread(target=builder) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(fills) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thing"]  # no lock file left
+
+
+def test_a_builder_that_dies_holding_the_lock_does_not_block_the_next(tmp_path: Path) -> None:
+    root = tmp_path / "thing"
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from harness.home import build_once\n"
+        "build_once(Path(sys.argv[1]), 'k', lambda staging: os._exit(9))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(root)], check=False)
+    assert done.returncode == 9
+    build_once(root, "k", lambda staging: staging.mkdir())
+    assert (root / READY_MARKER).read_text() == "k"
