@@ -28,6 +28,8 @@ Not covered here: the queries behind the CLI and the dashboard (`leaderboard.que
 from __future__ import annotations
 
 import re
+import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -431,10 +433,28 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _use_wal(cursor)
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _use_wal(cursor: Any) -> None:
+    """WAL mode, kept in the file once set. Switching to it takes an exclusive lock, and
+    SQLite answers "database is locked" at once, without waiting out the busy timeout, when
+    other connections opening a new file at the same moment hold theirs: so it is tried
+    again, for as long as the busy timeout, unless another connection set it meanwhile."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+                return
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 _PASSWORD_IN_URL = re.compile(r"(://[^:/@]*):[^@]*@")
