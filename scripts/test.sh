@@ -5,10 +5,10 @@
 #
 # The suite runs in phases (tests/conftest.py: CURSORBENCH_TEST_PHASE): most tests on
 # CURSORBENCH_TEST_WORKERS pytest-xdist workers (default 3: on 2 cores many tests wait on
-# sandboxes and subprocesses) and, beside them in a process of their own, the tests of a
-# machine-wide resource (the Docker engine, Ray) one at a time, its output shown when it
-# ends; then the tests that need the machine to themselves (the red team's resource-limit
-# attacks, test_sources) alone. Both share one build cache. The type check and the docs
+# sandboxes and subprocesses) and, beside them in a process of their own, the tests of the
+# Docker engine one at a time, its output shown when it ends; then the tests that need the
+# machine to themselves (Ray clusters, the red team's resource-limit attacks, test_sources)
+# alone. Both share one build cache. The type check and the docs
 # build run beside the last phase, which leaves a core idle. A phase that selects no test
 # (exit 5) is fine when another one ran some.
 set -euo pipefail
@@ -29,7 +29,7 @@ parallel=0
 CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" "$@" || parallel=$?
 resources=0
 wait "$resources_pid" || resources=$?
-echo "--- tests of machine-wide resources (Docker, Ray), run beside the others ---"
+echo "--- tests of the Docker engine, run beside the others ---"
 cat "$scratch/resources.log"
 # A failed early build is only reported: the tests that need Harbor built it again or said why.
 wait "$harbor_pid" || { echo "--- early build of Harbor's environment failed ---"; cat "$scratch/harbor.log"; }

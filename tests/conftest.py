@@ -38,16 +38,16 @@ WHOLE_RUN_FIXTURES = {"run_benchmark"}
 # `scripts/test.sh` runs the suite in phases (`CURSORBENCH_TEST_PHASE`):
 # - `parallel`: every test not named below, under pytest-xdist;
 # - `resources`, at the same time in a process of its own, one test at a time: the tests of
-#   a machine-wide resource, which tests of the same resource beside them would disturb: the
-#   Docker engine and its image (tests marked `docker`) and local Ray clusters (their auth
-#   token is machine-wide);
-# - `exclusive`, afterwards, alone: the tests that need the machine to themselves:
-#   test_sources (it plants a task's answer in the shared site-packages for a moment, which
-#   would fail a build of that task beside it, e.g. in test_checks) and tests marked
-#   `exclusive` (the red team's resource-limit and side-channel attacks, which load the
-#   machine or watch its locks).
-EXCLUSIVE_FILES = {"test_sources.py"}
-RESOURCE_FILES = {"test_ray_executor.py", "test_docker.py"}
+#   the Docker engine and its image (marked `docker`), which other Docker tests beside them
+#   would disturb;
+# - `exclusive`, afterwards, alone: the tests that need the machine to themselves: local Ray
+#   clusters (their auth token is machine-wide, and beside other tests a cluster's many
+#   processes starve: its tests took ten times as long), test_sources (it plants a task's
+#   answer in the shared site-packages for a moment, which would fail a build of that task
+#   beside it, e.g. in test_checks) and tests marked `exclusive` (the red team's
+#   resource-limit and side-channel attacks, which load the machine or watch its locks).
+EXCLUSIVE_FILES = {"test_sources.py", "test_ray_executor.py"}
+RESOURCE_FILES = {"test_docker.py"}
 PHASES = ("parallel", "resources", "exclusive")
 
 
