@@ -65,9 +65,11 @@ MAX_TEXT_REWRITE_BYTES = 2 * 1024 * 1024
 # is not on its path). Before test.sh starts it opens the report channel and becomes
 # non-dumpable (so no process of its user can open its descriptors through /proc) and a
 # child subreaper (so whatever test.sh starts stays its descendant, however it detaches);
-# test.sh runs with the channel closed. After test.sh ends, every descendant is killed
-# until none is left (none can write after); only then are the logs read, regular files
-# only, and sent back. If some process cannot be ended, nothing is sent: no reward.
+# test.sh runs with the channel closed. While it runs, a process that leaves its tree (its
+# parent ended: it comes to the runner) is killed at once (polled every 10 ms); after it
+# ends, every descendant is killed until none is left, so none can write after; only then
+# are the logs read, regular files only, and sent back. If some process cannot be ended,
+# nothing is sent: no reward.
 VERIFY_PY = r"""
 import ctypes, io, os, shutil, signal, subprocess, sys, tarfile, time
 channel, home, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -84,13 +86,15 @@ unpack = subprocess.run(["tar", "-x", "--no-same-owner", "-f", "-", "-C", home +
                         input=tests, close_fds=True)
 if unpack.returncode != 0:
     sys.exit(91)
-test = subprocess.Popen(["bash", home + "/tests/test.sh"], stdin=subprocess.DEVNULL,
-                        stderr=subprocess.STDOUT, close_fds=True)
-status = test.wait()
-print(f"cursorbench: test.sh exited {status}", flush=True)
 
 def children():
-    me, found = os.getpid(), []
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
+            return [int(word) for word in handle.read().split()]
+    except OSError:
+        pass
+    found = []
     for name in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{name}/stat", "rb") as handle:
@@ -100,6 +104,22 @@ def children():
         if int(stat.rsplit(b")", 1)[1].split()[1]) == me:
             found.append(int(name))
     return found
+
+def end(pid):  # one of our children: it stays ours (a zombie at worst) until reaped
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, os.WNOHANG)
+    except OSError:
+        pass
+
+test = subprocess.Popen(["bash", home + "/tests/test.sh"], stdin=subprocess.DEVNULL,
+                        stderr=subprocess.STDOUT, close_fds=True)
+while test.poll() is None:  # a process that leaves test.sh's tree comes to us: it ends
+    for pid in children():
+        if pid != test.pid:
+            end(pid)
+    time.sleep(0.01)
+print(f"cursorbench: test.sh exited {test.returncode}", flush=True)
 
 deadline = time.monotonic() + 10
 while True:
