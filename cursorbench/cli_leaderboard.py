@@ -138,7 +138,7 @@ def runs_list(
     if unranked:
         console.print(
             f"not ranked: {len(unranked)} run(s) made unconfined (--sandbox subprocess), "
-            "which could read the answers"
+            "which could read the answers, or with verdicts that are not tamper-evident"
         )
         console.print(_leader_table(unranked, more, short))
 

@@ -238,17 +238,17 @@ def verifier_tar(
 
 
 def canary_files(tests: Path, task_id: str) -> dict[str, str]:
-    """The verifier's Python files with canaries planted (`harness/canaries.py`): near-copies
-    of its tests, one expected value changed, so that any honest tree fails them. One draw
-    per task (seeded by its id): the one the import check tried on the task's solution, so
-    an honest solution is never flagged. {} where no test of them can carry a canary."""
+    """The verifier's Python test files for the canary run: each test that can carry a
+    canary (`harness/canaries.py`) turned into it, in place, under its own name, so the
+    files hold the same tests and any honest tree fails them. One draw per task (seeded by
+    its id): the one the import check tried on the task's solution, so an honest solution
+    is never flagged. {} where no test of them can carry a canary."""
     sources = {}
     for path in sorted(tests.rglob("*.py")) if tests.is_dir() else []:
         small = path.is_file() and path.stat().st_size <= MAX_TEXT_REWRITE_BYTES
         if small and not path.is_symlink():
             sources[path.relative_to(tests).as_posix()] = path.read_text("utf-8", "replace")
-    planted = canaries.plant(sources, random.Random(f"{CANARY_SEED}:{task_id}"))
-    return dict(planted.files)
+    return canaries.swapped(sources, random.Random(f"{CANARY_SEED}:{task_id}"))
 
 
 def read_logs(report: bytes | None) -> dict[str, str]:
@@ -365,8 +365,8 @@ def judge(
     report.tests[CANARY_TEST] = TestOutcome.FAILED
     sprung = [f"canary run: reward {reward:g} >= {check.min_reward:g}"]
     error = (
-        f"the canary run (the task's tests with canaries planted, which any honest tree "
-        f"fails) got reward {reward:g}: the verdict was forced"
+        f"the canary run (the task's tests with their expected values changed, which any "
+        f"honest tree fails) got reward {reward:g}: the verdict was forced"
     )
     forced = Score(value=0.0, reasons=["the reward was forced (the canary run passed)"])
     return replace(

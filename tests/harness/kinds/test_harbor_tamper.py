@@ -60,13 +60,17 @@ def grade(graded: Graded, calc: str | None, canary: bool = True) -> GradeReport:
     return grade_harbor(task, check, patch, backend, scratch / "grade", random.Random(3))
 
 
-def test_the_canary_run_plants_near_copies_of_the_task_tests(
+def test_the_canary_run_has_the_same_tests_with_other_expected_values(
     graded: Graded,
 ) -> None:
     task, _, _ = graded
     planted = canary_files(task.hidden_dir, task.id)
     assert list(planted) == ["test_calc.py"] and planted == canary_files(task.hidden_dir, task.id)
-    assert planted["test_calc.py"].count("def test_") > TESTS.count("def test_")
+    names = [line for line in TESTS.splitlines() if line.startswith("def ")]
+    assert [
+        line for line in planted["test_calc.py"].splitlines() if line.startswith("def ")
+    ] == names
+    assert planted["test_calc.py"] != TESTS
 
 
 def test_the_solution_resolves_and_fails_the_canary_run_and_nothing_fails(
