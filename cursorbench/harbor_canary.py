@@ -3,10 +3,11 @@
 A Harbor verifier runs the code under test in its own processes, so that code can force the
 reward (write the reward file, make the test runner report success). Where the task's tests
 are Python test files, grading runs the verifier a second time on the same tree with
-canaries planted in them (`canary_files`: near-copies of its tests with one expected value
-changed, which any honest tree fails); a canary run that still reaches `min_reward` is
-tampering. That holds only if the canary run really fails on honest trees: test.sh may not
-run those files, or its reward may not depend on them. So before a run, each Harbor task
+those tests turned into canaries in place (`canary_files`: each test that can carry one
+gets an expected value changed, under its own name, so any honest tree fails it); a
+canary run that still reaches `min_reward` is tampering. That holds only if the canary
+run really fails on honest trees: test.sh may not run those files, or its reward may not
+depend on them. So before a run, each Harbor task
 is checked once on its own solution (`solution/solve.sh`), per backend, cached in its
 build folder:
 

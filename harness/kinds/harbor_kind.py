@@ -8,20 +8,29 @@ sandbox is closed (its processes are gone with it):
    (if it names any) or links out of the workspace is dropped (`patch.grading_change`);
 2. a fresh sandbox of the run's backend opens over the prepared workspace and the change
    is applied there: nothing of the agent's sandbox survives but its patch;
-3. only then are the verifier's files copied in, in one command that also runs them: to
-   `/tmp/cursorbench-harbor-TOKEN/tests` (outside the workspace, so no patch can reach
-   them; TOKEN is fresh each time), with an empty `.../logs/verifier`. Harbor's paths in their text
-   (`/tests`, `/logs/verifier`, the environment's workdir) are rewritten to those
-   (`rewrite_paths`): a sandbox's root file system is read-only;
-4. `test.sh` runs with the report channel's descriptor closed; after it ends the same
-   command sends the logs folder back as a tar stream through that channel;
-5. `judge_reward` reads the reward as Harbor does (`reward.json` first, else
-   `reward.txt`, a number) and resolves when it reaches `min_reward`: a pure function.
+3. only then are the verifier's files copied in, by the one command that also runs them
+   (`VERIFY_PY`): to `/tmp/cursorbench-harbor-TOKEN/tests` (outside the workspace, so no
+   patch can reach them; TOKEN is fresh each time), with an empty `.../logs/verifier`.
+   Harbor's paths in their text (`/tests`, `/logs/verifier`, the environment's workdir)
+   are rewritten to those (`rewrite_paths`): a sandbox's root file system is read-only;
+4. that command's runner holds the report channel, non-dumpable (no process of its user
+   can open its descriptors), and is a child subreaper: `test.sh` runs without the
+   channel, a process that leaves test.sh's tree is killed at once, and once test.sh
+   ends every process it left is killed before the logs are read and sent back;
+5. where the task has a canary run (`canary`, set by the import check,
+   cursorbench/harbor_canary.py), steps 2-4 run again in a fresh sandbox with the
+   verifier's Python tests turned into canaries in place (`canary_files`), before or
+   after the real run at random;
+6. `judge` reads the reward as Harbor does (`reward.json` first, else `reward.txt`, a
+   number) and resolves when it reaches `min_reward`, unless the canary run reached it
+   too (tampering: the code under test forced the reward): a pure function.
 
-Not prevented (as in Harbor): the code under test runs in the verifier's process, as
-its user, so it can write the reward file itself. What is: a reward or a verifier planted
-by the change (none reaches /tmp), an agent's process still running at grading, and the
-agent reading the tests or the solution (they are not in its sandbox). docs/interop.md.
+The code under test runs in the verifier's processes, as its user, so it can still write
+the reward file or make the test runner report success while test.sh runs: the canary run
+is what detects that, as canaries do for the pytest kind. Without one (tests that are not
+Python test files, or whose canary run passes on the solution) the verdict is not
+tamper-evident, which the record (`CANARY_TEST` skipped) and the run's warnings say.
+docs/interop.md.
 """
 
 from __future__ import annotations
