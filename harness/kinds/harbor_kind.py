@@ -68,6 +68,7 @@ REWARD_SCORE = "harbor_reward"
 REWARD_TEST = "harbor:reward"
 CANARY_TEST = "harbor:canary-run"  # passed: the canary run failed, as it must
 CANARY_SEED = "cursorbench-harbor-canary"
+CANARY_OUTPUT_CHARS = 2000  # of the canary run's output, kept before the verifier's own
 MAX_LOG_BYTES = 4 * 1024 * 1024
 MAX_TEXT_REWRITE_BYTES = 2 * 1024 * 1024
 # The verifier's runner, started as the command itself (`python -I`: the workspace, its cwd,
@@ -362,7 +363,12 @@ def judge(
         why = check.canary_note or "the task has no canary run"
         report.output = f"cursorbench: the verdict is not tamper-evident: {why}\n{report.output}"
         return report
-    report.output += f"\n--- cursorbench: the canary run ---\n{canary.done.output}"
+    # the canary run's output first, so that the verifier's own ends the record (its tail)
+    shown = canary.done.output[-CANARY_OUTPUT_CHARS:]
+    report.output = (
+        f"--- cursorbench: the canary run ---\n{shown}\n"
+        f"--- cursorbench: the verifier ---\n{report.output}"
+    )
     if canary.done.timed_out:
         report.tests[CANARY_TEST] = TestOutcome.ERROR
         error = f"the canary run ran over {timeout_s}s: the verdict cannot be trusted"

@@ -204,6 +204,7 @@ def test_an_exported_smoke_task_round_trips_through_harbor_on_docker(
     assert result.resolved, (result.failure, result.error)
     listed = built[0].task.verification.fail_to_pass  # type: ignore[attr-defined]
     assert all(result.tests[node] is TestOutcome.PASSED for node in listed)
+    assert result.tests[CANARY_TEST] is TestOutcome.PASSED  # the import check gave it one
     assert "cursorbench: resolved" in grade_record(reference, tmp_path / "reference")["output"]
 
     nothing = run_benchmark(
