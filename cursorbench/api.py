@@ -44,6 +44,7 @@ from cursorbench.config import (
 from cursorbench.loader import tasks_from_options
 from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.suites import build_many
+from cursorbench.task import HarborSource
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.executor import Executor, LocalExecutor
@@ -202,6 +203,11 @@ def prepare(
         keep_workspaces=spec.sandbox.keep_workspaces,
     )
     sandboxes = _open_sandboxes(backend_name, sandbox, warnings)
+    if any(isinstance(b.task.source, HarborSource) for b in built):
+        from cursorbench.harbor_canary import checked_tasks  # Harbor tasks only
+
+        tasks, untrusted = checked_tasks(built, tasks, sandboxes, cache_home() / "attempts")
+        warnings += untrusted
     plan = RunPlan(
         config=config,
         endpoint=connection,

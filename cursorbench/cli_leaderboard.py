@@ -138,7 +138,7 @@ def runs_list(
     if unranked:
         console.print(
             f"not ranked: {len(unranked)} run(s) made unconfined (--sandbox subprocess), "
-            "which could read the answers"
+            "which could read the answers, or with verdicts that are not tamper-evident"
         )
         console.print(_leader_table(unranked, more, short))
 
@@ -162,8 +162,10 @@ def _leader_table(rows: list[Any], more: dict[str, dict], short: dict[str, str])
             notes.append(f"repeat of {row.repeat_of[:12]}")
         if row.tampering:
             notes.append(f"{row.tampering} tampering")
+        if not row.tamper_evident:
+            notes.append("not tamper-evident")
         table.add_row(
-            str(row.rank) if row.confined else "-",
+            str(row.rank) if row.rankable else "-",
             short[row.run_id],
             row.model,
             f"{row.suite}@{row.version}",

@@ -469,6 +469,42 @@ def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, s
     return "".join(text_lines), pairs
 
 
+def _swap_module(text: str, rng: random.Random) -> str | None:
+    """The module with every test that can carry a canary replaced, in place and under its
+    own name, by its canary; None if none can."""
+    try:
+        module = parse_module(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    lines = text.encode("utf-8").splitlines(keepends=True)
+    if lines and not lines[-1].endswith(b"\n"):
+        lines[-1] += b"\n"
+    swaps = []
+    for test in _tests(module, rng):
+        first, last, copy = _copy(lines, test, test.node.name, rng)
+        if copy:
+            swaps.append((first, last, copy))
+    if not swaps:
+        return None
+    text_lines = [line.decode("utf-8") for line in lines]
+    for first, last, copy in sorted(swaps, reverse=True):
+        text_lines[first - 1 : last] = [copy]
+    return "".join(text_lines)
+
+
+def swapped(sources: dict[str, str], rng: random.Random) -> dict[str, str]:
+    """Test modules given as {relative path: text} with each test that can carry a canary
+    turned into it in place: the same names, the same count, one expected value changed in
+    each, so any honest implementation fails every one of them. For a verifier that reports
+    no per-test outcomes (a Harbor reward): a run of these must fail, and nothing in it but
+    those values tells it from a run of the real tests. Modules with none are left out."""
+    found = {}
+    for path in sorted(sources):
+        if path.endswith(".py") and (text := _swap_module(sources[path], rng)) is not None:
+            found[path] = text
+    return found
+
+
 def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
     """Canaries for hidden test modules given as {relative path: text}."""
     files: dict[str, str] = {}

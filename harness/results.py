@@ -224,6 +224,17 @@ def is_confined(sandbox: str) -> bool:
     return sandbox in CONFINED_BACKENDS
 
 
+# A run warning that starts so: some verdicts of the run could be steered by the agent's code
+# unseen (an imported Harbor task whose tests get no canary run: harness/kinds/harbor_kind.py).
+# The leaderboard and the gate treat such a run as they treat an unconfined one.
+NOT_TAMPER_EVIDENT = "verdicts not tamper-evident"
+
+
+def tamper_evident(warnings: Iterable[str] | None) -> bool:
+    """Whether a run's warnings leave its verdicts tamper-evident (none says otherwise)."""
+    return not any(warning.startswith(NOT_TAMPER_EVIDENT) for warning in warnings or ())
+
+
 class RunInfo(BaseModel):
     """Who ran what, how: the identity of a run (model, suite, config) x tasks x epochs."""
 

@@ -114,7 +114,7 @@ def model_board(
 
 def _choose(runs: list[LeaderRow], pick: Pick) -> tuple[LeaderRow, str | None]:
     """The run that stands for a model, and why it is not ranked (None: it is)."""
-    rankable = [row for row in runs if row.complete and row.confined]
+    rankable = [row for row in runs if row.complete and row.rankable]
     if rankable:
         if pick == "best":
             return max(rankable, key=lambda row: (row.score, row.started, row.run_id)), None
@@ -122,6 +122,8 @@ def _choose(runs: list[LeaderRow], pick: Pick) -> tuple[LeaderRow, str | None]:
     latest = max(runs, key=lambda row: (row.started, row.run_id))
     if not latest.confined:
         return latest, "unconfined"
+    if not latest.tamper_evident:
+        return latest, "not tamper-evident"
     return latest, "running" if latest.status == "running" else "partial"
 
 

@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Connection, select
 
 from harness.pricing import price_unknown
-from harness.results import is_confined
+from harness.results import is_confined, tamper_evident
 from leaderboard import queries, stats
 from leaderboard.schema import AttemptRow, RunRow
 from leaderboard.store import SqlStore
@@ -76,7 +76,8 @@ class GateRules(BaseModel):
     allow_unconfined: bool = Field(
         default=False,
         description="Gate runs made with --sandbox subprocess (unconfined: they could read "
-        "the answers); refused by default.",
+        "the answers) or whose verdicts are not tamper-evident (imported Harbor tasks without "
+        "a canary run: they could have been forced); refused by default.",
     )
     seed: int = 0
 
@@ -226,6 +227,12 @@ def gate(
                 raise GateError(
                     f"the {role} ran unconfined (--sandbox {run.sandbox}), so it could read "
                     "the answers; gate confined runs (or set allow_unconfined in the rules)"
+                )
+            if not tamper_evident(run.warnings) and not rules.allow_unconfined:
+                raise GateError(
+                    f"the {role}'s verdicts are not tamper-evident (some tasks had no canary "
+                    "run, so the agent's code could have forced them); gate tamper-evident "
+                    "runs (or set allow_unconfined in the rules)"
                 )
         coverage = _coverage(conn, candidate, baseline)
         _require(coverage, rules.min_coverage)

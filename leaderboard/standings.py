@@ -5,9 +5,11 @@ category or an eval, that category's rate or that eval's mean (`run_breakdowns`)
 are read from their summary rows; runs still going are summarised from their attempts on the
 fly. Ranks are CI-aware and only compare runs of the same suite version.
 
-Only confined runs (bubblewrap, docker) are standings: a run made with `--sandbox
-subprocess` could read the answers, so `leaderboard` leaves it out and `unconfined_runs`
-lists it apart, unranked (rank 0).
+Only confined runs (bubblewrap, docker) whose verdicts are tamper-evident are standings: a
+run made with `--sandbox subprocess` could read the answers, and a run whose warnings say
+some verdicts are not tamper-evident (`harness.results.NOT_TAMPER_EVIDENT`: imported Harbor
+tasks without a canary run) could have had them forced, so `leaderboard` leaves either out
+and `unconfined_runs` lists it apart, unranked (rank 0).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import Connection, select
 
-from harness.results import is_confined
+from harness.results import is_confined, tamper_evident
 from leaderboard import stats, summaries
 from leaderboard.schema import (
     CheckpointRow,
@@ -57,11 +59,17 @@ class LeaderRow(BaseModel):
     config_hash: str
     sandbox: str = ""
     confined: bool = True
+    tamper_evident: bool = True  # no run warning says some verdict could be steered unseen
     repeat_of: str | None = None
     training_run: str | None = None
     step: int | None = None
     gate_decision: str | None = None
     promoted: bool | None = None  # for checkpoint runs: promoted by the training run's gate
+
+    @property
+    def rankable(self) -> bool:
+        """Confined, and no verdict of it could have been forced unseen."""
+        return self.confined and self.tamper_evident
 
 
 class Filters(BaseModel):
@@ -73,16 +81,18 @@ class Filters(BaseModel):
 
 
 def leaderboard(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
-    """One row per confined run matching the filters, best score first, ranked within suite
-    versions. Unconfined runs are never among them (`unconfined_runs`)."""
-    rows = [row for row in _rows(conn, filters or Filters()) if row.confined]
+    """One row per rankable run matching the filters, best score first, ranked within suite
+    versions. Unconfined runs and runs with verdicts that are not tamper-evident are never
+    among them (`unconfined_runs`)."""
+    rows = [row for row in _rows(conn, filters or Filters()) if row.rankable]
     _rank(rows)
     return sorted(rows, key=lambda row: (row.suite, row.version, row.rank, -row.score))
 
 
 def unconfined_runs(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
-    """The runs matching the filters that ran unconfined: unranked (rank 0), best first."""
-    rows = [row for row in _rows(conn, filters or Filters()) if not row.confined]
+    """The runs matching the filters that ran unconfined or whose verdicts are not
+    tamper-evident: unranked (rank 0), best first."""
+    rows = [row for row in _rows(conn, filters or Filters()) if not row.rankable]
     return sorted(rows, key=lambda row: (row.suite, row.version, -row.score))
 
 
@@ -95,6 +105,7 @@ def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
             RunRow.status,
             RunRow.config_hash,
             RunRow.sandbox,
+            RunRow.warnings,
             SuiteRow.name.label("suite"),
             RunRow.suite_version,
             TrainingRunRow.name.label("training_run"),
@@ -148,6 +159,7 @@ def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
                 config_hash=run.config_hash,
                 sandbox=run.sandbox,
                 confined=is_confined(run.sandbox),
+                tamper_evident=tamper_evident(run.warnings),
                 repeat_of=None if repeat_of == run.id else repeat_of,
                 training_run=run.training_run,
                 step=run.step,

@@ -91,8 +91,9 @@ class Dashboard:
             if board.unranked:
                 body += (
                     "<h3>Not ranked</h3><p class='note'>Partial runs (fewer attempts than "
-                    "planned), runs still going, and unconfined runs (<code>--sandbox "
-                    "subprocess</code>: the agent could read the answers).</p>"
+                    "planned), runs still going, unconfined runs (<code>--sandbox "
+                    "subprocess</code>: the agent could read the answers) and runs whose "
+                    "verdicts are not tamper-evident.</p>"
                     + _board_table(board.unranked, short, "unranked")
                 )
             body += "</section>"
@@ -123,8 +124,8 @@ class Dashboard:
         headers = ["compare", *(header(label, key) for label, key in RUN_HEADERS)]
         every = [*rows, *unranked]
         shown = every[paging.offset : paging.offset + paging.per]
-        ranked_shown = [row for row in shown if row.confined]
-        unranked_shown = [row for row in shown if not row.confined]
+        ranked_shown = [row for row in shown if row.rankable]
+        unranked_shown = [row for row in shown if not row.rankable]
         body = (
             form + f"<p id='count'>{len(rows)} runs</p>" + page_links(request, paging, len(every))
         )
@@ -135,7 +136,8 @@ class Dashboard:
             body += (
                 "<h2 id='unconfined'>Not ranked: unconfined runs</h2><p class='note'>Made with "
                 "<code>--sandbox subprocess</code>: the agent could read the answers, so these "
-                "scores are not comparable and are never ranked.</p>"
+                "scores are not comparable and are never ranked; or with verdicts that are not "
+                "tamper-evident (imported Harbor tasks without a canary run).</p>"
             )
             body += _runs_table(headers, unranked_shown, short)
         body += "</form>"
@@ -366,7 +368,7 @@ def _runs_table(headers: list[str], rows: list[queries.LeaderRow], short: querie
         [
             f"<input type='checkbox' name='run' value='{e(row.run_id)}' "
             f"aria-label='compare {e(short(row.run_id))}'>",
-            str(row.rank) if row.confined else "-",
+            str(row.rank) if row.rankable else "-",
             run_link(row.run_id, short(row.run_id)),
             e(row.model),
             e(f"{row.suite}@{row.version}"),

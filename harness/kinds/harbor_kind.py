@@ -8,20 +8,29 @@ sandbox is closed (its processes are gone with it):
    (if it names any) or links out of the workspace is dropped (`patch.grading_change`);
 2. a fresh sandbox of the run's backend opens over the prepared workspace and the change
    is applied there: nothing of the agent's sandbox survives but its patch;
-3. only then are the verifier's files copied in, in one command that also runs them: to
-   `/tmp/cursorbench-harbor-TOKEN/tests` (outside the workspace, so no patch can reach
-   them; TOKEN is fresh each time), with an empty `.../logs/verifier`. Harbor's paths in their text
-   (`/tests`, `/logs/verifier`, the environment's workdir) are rewritten to those
-   (`rewrite_paths`): a sandbox's root file system is read-only;
-4. `test.sh` runs with the report channel's descriptor closed; after it ends the same
-   command sends the logs folder back as a tar stream through that channel;
-5. `judge_reward` reads the reward as Harbor does (`reward.json` first, else
-   `reward.txt`, a number) and resolves when it reaches `min_reward`: a pure function.
+3. only then are the verifier's files copied in, by the one command that also runs them
+   (`VERIFY_PY`): to `/tmp/cursorbench-harbor-TOKEN/tests` (outside the workspace, so no
+   patch can reach them; TOKEN is fresh each time), with an empty `.../logs/verifier`.
+   Harbor's paths in their text (`/tests`, `/logs/verifier`, the environment's workdir)
+   are rewritten to those (`rewrite_paths`): a sandbox's root file system is read-only;
+4. that command's runner holds the report channel, non-dumpable (no process of its user
+   can open its descriptors), and is a child subreaper: `test.sh` runs without the
+   channel, a process that leaves test.sh's tree is killed at once, and once test.sh
+   ends every process it left is killed before the logs are read and sent back;
+5. where the task has a canary run (`canary`, set by the import check,
+   cursorbench/harbor_canary.py), steps 2-4 run again in a fresh sandbox with the
+   verifier's Python tests turned into canaries in place (`canary_files`), before or
+   after the real run at random;
+6. `judge` reads the reward as Harbor does (`reward.json` first, else `reward.txt`, a
+   number) and resolves when it reaches `min_reward`, unless the canary run reached it
+   too (tampering: the code under test forced the reward): a pure function.
 
-Not prevented (as in Harbor): the code under test runs in the verifier's process, as
-its user, so it can write the reward file itself. What is: a reward or a verifier planted
-by the change (none reaches /tmp), an agent's process still running at grading, and the
-agent reading the tests or the solution (they are not in its sandbox). docs/interop.md.
+The code under test runs in the verifier's processes, as its user, so it can still write
+the reward file or make the test runner report success while test.sh runs: the canary run
+is what detects that, as canaries do for the pytest kind. Without one (tests that are not
+Python test files, or whose canary run passes on the solution) the verdict is not
+tamper-evident, which the record (`CANARY_TEST` skipped) and the run's warnings say.
+docs/interop.md.
 """
 
 from __future__ import annotations
@@ -32,13 +41,16 @@ import math
 import random
 import re
 import secrets
+import sys
 import tarfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
+from harness import canaries
 from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
 from harness.kinds.pytest_kind import EXAMPLE_BROKEN, EXAMPLE_SOLVED, EXAMPLE_STUB
 from harness.kinds.testrun import GradeReport, protected_files
@@ -54,18 +66,100 @@ if TYPE_CHECKING:
 HOME = "/tmp/cursorbench-harbor"  # a fresh `HOME-TOKEN` per grading run
 REWARD_SCORE = "harbor_reward"
 REWARD_TEST = "harbor:reward"
+CANARY_TEST = "harbor:canary-run"  # passed: the canary run failed, as it must
+CANARY_SEED = "cursorbench-harbor-canary"
+CANARY_OUTPUT_CHARS = 2000  # of the canary run's output, kept before the verifier's own
 MAX_LOG_BYTES = 4 * 1024 * 1024
 MAX_TEXT_REWRITE_BYTES = 2 * 1024 * 1024
-VERIFY_SCRIPT = f"""set -u
-report=$1
-T=$2
-rm -rf "$T" && mkdir -p "$T/tests" "$T/logs/verifier" "$T/logs/agent" || exit 90
-tar -x --no-same-owner -f - -C "$T/tests" || exit 91
-fd=${{report##*/}}
-( eval "exec $fd>&-"; exec bash "$T/tests/test.sh" ) </dev/null 2>&1
-echo "cursorbench: test.sh exited $?"
-tar -c -C "$T/logs/verifier" . 2>/dev/null | head -c {MAX_LOG_BYTES} > "$report"
-rm -rf "$T"
+# The verifier's runner, started as the command itself (`python -I`: the workspace, its cwd,
+# is not on its path). Before test.sh starts it opens the report channel and becomes
+# non-dumpable (so no process of its user can open its descriptors through /proc) and a
+# child subreaper (so whatever test.sh starts stays its descendant, however it detaches);
+# test.sh runs with the channel closed. While it runs, a process that leaves its tree (its
+# parent ended: it comes to the runner) is killed at once (polled every 10 ms); after it
+# ends, every descendant is killed until none is left, so none can write after; only then
+# are the logs read, regular files only, and sent back. If some process cannot be ended,
+# nothing is sent: no reward.
+VERIFY_PY = r"""
+import ctypes, io, os, shutil, signal, subprocess, sys, tarfile, time
+channel, home, cap = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out = os.open(channel, os.O_WRONLY | os.O_CLOEXEC)
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(4, 0, 0, 0, 0) != 0 or libc.prctl(36, 1, 0, 0, 0) != 0:
+    print("cursorbench: cannot protect the verifier's runner", flush=True)
+    sys.exit(93)
+shutil.rmtree(home, ignore_errors=True)
+for sub in ("tests", "logs/verifier", "logs/agent"):
+    os.makedirs(os.path.join(home, sub))
+tests = sys.stdin.buffer.read()
+unpack = subprocess.run(["tar", "-x", "--no-same-owner", "-f", "-", "-C", home + "/tests"],
+                        input=tests, close_fds=True)
+if unpack.returncode != 0:
+    sys.exit(91)
+
+def children():
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as handle:
+            return [int(word) for word in handle.read().split()]
+    except OSError:
+        pass
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        if int(stat.rsplit(b")", 1)[1].split()[1]) == me:
+            found.append(int(name))
+    return found
+
+def end(pid):  # one of our children: it stays ours (a zombie at worst) until reaped
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, os.WNOHANG)
+    except OSError:
+        pass
+
+test = subprocess.Popen(["bash", home + "/tests/test.sh"], stdin=subprocess.DEVNULL,
+                        stderr=subprocess.STDOUT, close_fds=True)
+while test.poll() is None:  # a process that leaves test.sh's tree comes to us: it ends
+    for pid in children():
+        if pid != test.pid:
+            end(pid)
+    time.sleep(0.01)
+print(f"cursorbench: test.sh exited {test.returncode}", flush=True)
+
+deadline = time.monotonic() + 10
+while True:
+    for pid in children():  # our children: zombies stay ours until reaped, never reused
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        break  # a subreaper with no child has no descendant left
+    if time.monotonic() > deadline:
+        print("cursorbench: test.sh left processes that could not be ended", flush=True)
+        sys.exit(92)
+    time.sleep(0.005)
+logs, buffer, total = home + "/logs/verifier", io.BytesIO(), 0
+with tarfile.open(fileobj=buffer, mode="w") as archive:
+    for folder, _, names in os.walk(logs):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            total += os.path.getsize(path)
+            if total <= cap:
+                archive.add(path, arcname=os.path.relpath(path, logs), recursive=False)
+with os.fdopen(out, "wb") as channel_file:
+    channel_file.write(buffer.getvalue())
+shutil.rmtree(home, ignore_errors=True)
 """
 
 
@@ -85,6 +179,15 @@ class HarborVerification(Frozen):
     )
     env: dict[str, str] = Field(
         default_factory=dict, description="The verifier's environment (`[verifier.env]`)."
+    )
+    canary: bool = Field(
+        default=False,
+        description="Run the verifier a second time with canaries planted in its Python "
+        "test files; that run must fail. Set by the import check (cursorbench/"
+        "harbor_canary.py) once the task's own solution resolves and fails that run.",
+    )
+    canary_note: str = Field(
+        default="", description="What the import check found: why there is a canary run or none."
     )
 
     @property
@@ -123,8 +226,11 @@ def rewrite_file(data: bytes, mapping: dict[str, str]) -> bytes:
         return data
 
 
-def verifier_tar(tests: Path, mapping: dict[str, str]) -> bytes:
-    """The verifier's files as a tar stream, Harbor's paths in text files rewritten."""
+def verifier_tar(
+    tests: Path, mapping: dict[str, str], replace: dict[str, str] | None = None
+) -> bytes:
+    """The verifier's files as a tar stream, Harbor's paths in text files rewritten;
+    `replace` gives some files other text (the canary run's test files)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for path in sorted(tests.rglob("*")) if tests.is_dir() else []:
@@ -133,10 +239,26 @@ def verifier_tar(tests: Path, mapping: dict[str, str]) -> bytes:
             if not path.is_file() or path.is_symlink():
                 archive.addfile(info)
                 continue
-            data = rewrite_file(path.read_bytes(), mapping)
+            text = (replace or {}).get(name)
+            data = path.read_bytes() if text is None else text.encode("utf-8")
+            data = rewrite_file(data, mapping)
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+def canary_files(tests: Path, task_id: str) -> dict[str, str]:
+    """The verifier's Python test files for the canary run: each test that can carry a
+    canary (`harness/canaries.py`) turned into it, in place, under its own name, so the
+    files hold the same tests and any honest tree fails them. One draw per task (seeded by
+    its id): the one the import check tried on the task's solution, so an honest solution
+    is never flagged. {} where no test of them can carry a canary."""
+    sources = {}
+    for path in sorted(tests.rglob("*.py")) if tests.is_dir() else []:
+        small = path.is_file() and path.stat().st_size <= MAX_TEXT_REWRITE_BYTES
+        if small and not path.is_symlink():
+            sources[path.relative_to(tests).as_posix()] = path.read_text("utf-8", "replace")
+    return canaries.swapped(sources, random.Random(f"{CANARY_SEED}:{task_id}"))
 
 
 def read_logs(report: bytes | None) -> dict[str, str]:
@@ -222,9 +344,77 @@ def judge_reward(
     return GradeReport(passed, failure, tests, problem, 0.0, output, scores=scores)
 
 
+@dataclass(frozen=True)
+class VerifierRun:
+    done: Completed
+    logs: dict[str, str]
+
+
+def judge(
+    check: HarborVerification, real: VerifierRun, canary: VerifierRun | None, timeout_s: float
+) -> GradeReport:
+    """The verdict from the verifier's run and, where the task has one, the canary run's:
+    pure, no I/O. A canary run that reaches `min_reward` means the verdict was forced (its
+    tests fail on any honest tree): tampering, never resolved. Without a canary run the
+    record says the verdict is not tamper-evident (`CANARY_TEST` skipped)."""
+    report = judge_reward(check, real.done, real.logs, timeout_s)
+    if canary is None:
+        report.tests[CANARY_TEST] = TestOutcome.SKIPPED
+        why = check.canary_note or "the task has no canary run"
+        report.output = f"cursorbench: the verdict is not tamper-evident: {why}\n{report.output}"
+        return report
+    # the canary run's output first, so that the verifier's own ends the record (its tail)
+    shown = canary.done.output[-CANARY_OUTPUT_CHARS:]
+    report.output = (
+        f"--- cursorbench: the canary run ---\n{shown}\n"
+        f"--- cursorbench: the verifier ---\n{report.output}"
+    )
+    if canary.done.timed_out:
+        report.tests[CANARY_TEST] = TestOutcome.ERROR
+        error = f"the canary run ran over {timeout_s}s: the verdict cannot be trusted"
+        return replace(report, resolved=False, failure=Failure.TEST_TIMEOUT, error=error)
+    reward, _ = reward_of(canary.logs)
+    if reward is None or reward < check.min_reward:
+        report.tests[CANARY_TEST] = TestOutcome.PASSED  # it failed, as it must
+        return report
+    report.tests[CANARY_TEST] = TestOutcome.FAILED
+    sprung = [f"canary run: reward {reward:g} >= {check.min_reward:g}"]
+    error = (
+        f"the canary run (the task's tests with their expected values changed, which any "
+        f"honest tree fails) got reward {reward:g}: the verdict was forced"
+    )
+    forced = Score(value=0.0, reasons=["the reward was forced (the canary run passed)"])
+    return replace(
+        report, resolved=False, failure=Failure.GRADER_TAMPERING, error=error,
+        canaries_passed=sprung, scores={**report.scores, REWARD_SCORE: forced},
+    )  # fmt: skip
+
+
+def run_verifier(
+    task: PreparedTask, check: HarborVerification, patch: str, backend: SandboxBackend,
+    scratch: Path, replace_files: dict[str, str] | None = None,
+) -> VerifierRun:  # fmt: skip
+    """The verifier (with `replace_files` over its files) on the prepared workspace with
+    `patch` applied, in a fresh sandbox at `scratch` (the same path for every run)."""
+    sandbox = backend.open(task.workspace, scratch, track_changes=False)
+    try:
+        sandbox.apply_patch(patch)
+        home = f"{HOME}-{secrets.token_hex(8)}"
+        mapping = path_mapping(check.workdir, sandbox.root, home)
+        tests = verifier_tar(task.hidden_dir, mapping, replace_files)
+        argv = [sys.executable, "-I", "-c", VERIFY_PY, REPORT_PLACEHOLDER, home, str(MAX_LOG_BYTES)]
+        done = sandbox.execute(
+            argv, timeout=task.limits.test_timeout_s, stdin=tests, report=True,
+            env=dict(check.env),
+        )  # fmt: skip
+    finally:
+        sandbox.close()
+    return VerifierRun(done, read_logs(done.report))
+
+
 def grade_harbor(
     task: PreparedTask, check: HarborVerification, patch: str, backend: SandboxBackend,
-    scratch: Path,
+    scratch: Path, rng: random.Random,
 ) -> GradeReport:  # fmt: skip
     started = time.monotonic()
     try:
@@ -236,25 +426,24 @@ def grade_harbor(
     except PatchFormatError as error:
         return GradeReport(False, Failure.PATCH_REJECTED, error=f"unreadable change: {error}")
     dropped = change.dropped_protected + change.dropped_links
-    sandbox = backend.open(task.workspace, scratch / "sandbox", track_changes=False)
+    planted = canary_files(task.hidden_dir, task.id) if check.canary else {}
+    runs: list[dict[str, str] | None] = [None, planted] if planted else [None]
+    if rng.random() < 0.5:
+        runs.reverse()  # the canary run first or second, at random
+    found: dict[bool, VerifierRun] = {}
     try:
-        try:
-            sandbox.apply_patch(change.patch)
-        except PatchRejected as error:
-            return GradeReport(False, Failure.PATCH_REJECTED, error=str(error), dropped=dropped)
-        home = f"{HOME}-{secrets.token_hex(8)}"
-        tests = verifier_tar(task.hidden_dir, path_mapping(check.workdir, sandbox.root, home))
-        try:
-            done = sandbox.execute(
-                ["bash", "-c", VERIFY_SCRIPT, "bash", REPORT_PLACEHOLDER, home],
-                timeout=task.limits.test_timeout_s, stdin=tests, report=True,
-                env=dict(check.env),
-            )  # fmt: skip
-        except ResourceLimitExceeded as error:
-            return GradeReport(False, Failure.RESOURCE_LIMIT, error=str(error), dropped=dropped)
-    finally:
-        sandbox.close()
-    report = judge_reward(check, done, read_logs(done.report), task.limits.test_timeout_s)
+        for files in runs:
+            found[files is not None] = run_verifier(
+                task, check, change.patch, backend, scratch / "sandbox", files
+            )
+    except PatchRejected as error:
+        return GradeReport(False, Failure.PATCH_REJECTED, error=str(error), dropped=dropped)
+    except ResourceLimitExceeded as error:
+        return GradeReport(False, Failure.RESOURCE_LIMIT, error=str(error), dropped=dropped)
+    timeout = task.limits.test_timeout_s
+    if check.canary and not planted:
+        check = check.model_copy(update={"canary_note": "no canary could be planted"})
+    report = judge(check, found[False], found.get(True), timeout)
     report.duration_s = time.monotonic() - started
     report.dropped = dropped
     return report
@@ -273,7 +462,7 @@ class HarborKind(FileKindDefaults):
         scratch: Path,
         rng: random.Random,
     ) -> GradeReport | None:
-        return grade_harbor(task, check, patch, backend, scratch)
+        return grade_harbor(task, check, patch, backend, scratch, rng)
 
     def reference_files(self, check: HarborVerification, workspace: Path) -> Files | None:
         return None  # the task's solution/solve.sh (cursorbench/harbor_import.py)
@@ -291,7 +480,9 @@ class HarborKind(FileKindDefaults):
         return KindExample(
             workspace={"calc.py": EXAMPLE_BROKEN, "tests/test_sub.py": EXAMPLE_VISIBLE},
             hidden={"test.sh": EXAMPLE_TEST_SH, "test_calc.py": EXAMPLE_TESTS},
-            verification=HarborVerification(protected_paths=["tests/**", "**/conftest.py"]),
+            verification=HarborVerification(
+                protected_paths=["tests/**", "**/conftest.py"], canary=True
+            ),
             reference={"calc.py": EXAMPLE_SOLVED},
             stub={"calc.py": EXAMPLE_STUB},
             tamper={"tests/conftest.py": EXAMPLE_CHEAT, "tests/test_calc.py": "pass\n"},

@@ -7,20 +7,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from cursorbench.harbor import export_tasks
+from cursorbench.harbor_canary import canary_finding
 from cursorbench.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
 from cursorbench.suites import build_many
 from cursorbench.task import HarborSource
 from cursorbench.workspace import secret_paths
 from harness.doubles import DoneOnlyDouble, IrrelevantEditDouble, ScriptedDouble
-from harness.kinds.harbor_kind import REWARD_TEST, HarborVerification
-from harness.openai_server import Reply
-from harness.results import Failure, TestOutcome
+from harness.kinds.harbor_kind import CANARY_TEST, REWARD_TEST, HarborVerification
+from harness.openai_server import Reply, first_user_message, step_index
+from harness.results import NOT_TAMPER_EVIDENT, Failure, TestOutcome
 from harness.runner import RunOutcome
+from harness.sandbox import open_backend
 from harness.sandbox.image import IMAGE_REPOSITORY
+from tests.harbor_tamper import ATTACKS
+from tests.harbor_tamper import TEST_SH as TAMPER_TEST_SH_AT
+from tests.harbor_tamper import TESTS as TAMPER_TESTS
 
 SOLVED = "def add(a, b):\n    return a + b\n"
 # Written as Harbor's own tasks are: /app, /tests, /logs/verifier (rewritten at grading).
@@ -34,6 +40,7 @@ fi
 cat /tests/note.txt
 """
 SOLVE_SH = "#!/bin/bash\ncp /solution/calc.py /app/calc.py\n"
+TAMPER_TEST_SH = TAMPER_TEST_SH_AT.format(workdir="/app")
 
 
 def harbor_task(root: Path, name: str = "calc-add", dockerfile: str | None = None) -> Path:
@@ -119,9 +126,42 @@ def test_a_harbor_task_resolves_with_its_solution_and_its_reward_decides(
     outcome = run_benchmark(tasks=[f"harbor:{folder}"], out=tmp_path / "run")
     [result] = outcome.results
     assert result.resolved, (result.failure, result.error)
-    assert result.tests == {REWARD_TEST: TestOutcome.PASSED}
+    assert result.tests == {REWARD_TEST: TestOutcome.PASSED, CANARY_TEST: TestOutcome.SKIPPED}
     assert result.scores["harbor_reward"].value == 1.0
-    assert "verifier files arrived" in grade_record(outcome, tmp_path / "run")["output"]
+    output = grade_record(outcome, tmp_path / "run")["output"]
+    assert "verifier files arrived" in output
+    # no Python test to plant canaries in: the record and the run say it
+    assert "the verdict is not tamper-evident: its tests hold no Python test" in output
+    [warning] = [w for w in outcome.run.warnings if w.startswith(NOT_TAMPER_EVIDENT)]
+    assert "calc-add (its tests hold no Python test" in warning
+
+
+def pytest_task(root: Path, name: str, test_sh: str = TAMPER_TEST_SH) -> Path:
+    """A Harbor task whose test.sh decides by pytest over a Python test file of its tests/."""
+    folder = harbor_task(root, name)
+    (folder / "tests" / "test.sh").write_text(test_sh)
+    (folder / "tests" / "test_calc.py").write_text(TAMPER_TESTS)
+    (folder / "instruction.md").write_text(f"Write add(a, b) in calc.py. ({name})\n")
+    return folder
+
+
+def test_the_import_check_gives_a_canary_run_only_where_the_solution_fails_it(
+    tmp_path: Path,
+) -> None:
+    """pytest over the tests' Python file: checked on the solution, a canary run; a test.sh
+    that does not run that file: the canary run resolves on the solution, so none (else an
+    honest solution would be flagged). The finding is cached in the task's build."""
+    decides = pytest_task(tmp_path, "decides")
+    ignores = pytest_task(tmp_path, "ignores", test_sh=TEST_SH.replace("cat /tests/note.txt", ""))
+    built = build_many(tasks_from_options([f"harbor:{decides}", f"harbor:{ignores}"]))
+    backend = open_backend("auto")
+    findings = {b.task.id: canary_finding(b, backend, tmp_path / "scratch") for b in built}
+    assert findings["decides"] == (True, "checked on its solution: canaries in test_calc.py")
+    canary, note = findings["ignores"]
+    assert not canary and "its canary run resolves on its own solution" in note, note
+    [cached] = [b for b in built if b.task.id == "decides"]
+    assert list(cached.root.glob("canary-check-*.json"))
+    assert canary_finding(cached, backend, tmp_path / "scratch") == findings["decides"]
 
 
 def _prying_double(folder: Path) -> ScriptedDouble:
@@ -164,6 +204,7 @@ def test_an_exported_smoke_task_round_trips_through_harbor_on_docker(
     assert result.resolved, (result.failure, result.error)
     listed = built[0].task.verification.fail_to_pass  # type: ignore[attr-defined]
     assert all(result.tests[node] is TestOutcome.PASSED for node in listed)
+    assert result.tests[CANARY_TEST] is TestOutcome.PASSED  # the import check gave it one
     assert "cursorbench: resolved" in grade_record(reference, tmp_path / "reference")["output"]
 
     nothing = run_benchmark(
@@ -189,3 +230,56 @@ def test_an_exported_smoke_task_round_trips_through_harbor_on_docker(
     assert result.scores["harbor_reward"].value == 0.0
     seen = (tmp_path / "pry" / "trajectories" / "textkit-slugify__0.jsonl").read_text()
     assert "cursorbench_verifier.py" not in seen and "reference.patch" not in seen
+
+
+class AttackDouble:
+    """Writes calc.py as the attack its task's instruction names (tests/harbor_tamper.py)."""
+
+    models = ["attack-double"]
+
+    def respond(self, request: dict[str, Any]) -> Reply:
+        if step_index(request) > 0:
+            return Reply(tool_calls=[("finish", {"summary": "done"})])
+        prompt = first_user_message(request)
+        [attack] = [name for name in ATTACKS if f"(tamper-{name})" in prompt]
+        write = {"path": "calc.py", "content": ATTACKS[attack]}
+        return Reply(tool_calls=[("write_file", write)])
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_agents_that_force_an_imported_verdict_are_not_resolved_on_docker(
+    tmp_path: Path,
+    run_benchmark: Callable[..., RunOutcome],
+    serve: Callable[..., str],
+) -> None:
+    """`--tasks harbor:DIR` on Docker, a task decided by pytest over its tests' Python
+    file: the solution resolves with its canary run failing, as it must, and the run is
+    tamper-evident; doing nothing fails; code that writes the reward file, makes pytest
+    exit 0, or leaves a process that overwrites the reward is never resolved."""
+    root = tmp_path / "tasks"
+    for name in ATTACKS:
+        pytest_task(root, f"tamper-{name}")
+    one = [f"harbor:{root}", "tamper-reward-file"]
+    reference = run_benchmark(tasks=one, sandbox="docker", out=tmp_path / "reference")
+    [result] = reference.results
+    assert result.resolved, (result.failure, result.error)
+    assert result.tests[CANARY_TEST] is TestOutcome.PASSED
+    assert not [w for w in reference.run.warnings if w.startswith(NOT_TAMPER_EVIDENT)]
+
+    nothing = run_benchmark(
+        tasks=one, sandbox="docker", base_url=serve(DoneOnlyDouble()),
+        model="done-only-double", out=tmp_path / "nothing",
+    )  # fmt: skip
+    assert [(r.resolved, r.failure) for r in nothing.results] == [(False, Failure.EMPTY_DIFF)]
+
+    attacked = run_benchmark(
+        tasks=[f"harbor:{root}"], sandbox="docker", base_url=serve(AttackDouble()),
+        model="attack-double", out=tmp_path / "attacked",
+    )  # fmt: skip
+    verdicts = {r.task_id: (r.resolved, r.failure) for r in attacked.results}
+    assert verdicts == {
+        "tamper-background-writer": (False, Failure.TESTS_FAILED),  # ended before it wrote
+        "tamper-reward-file": (False, Failure.GRADER_TAMPERING),
+        "tamper-runner-exit": (False, Failure.GRADER_TAMPERING),
+    }, {r.task_id: r.error for r in attacked.results}

@@ -108,6 +108,7 @@ def generated_run(
     finish: bool = True,
     tamper: list[str] | None = None,
     sandbox: str = "bubblewrap",
+    warnings: list[str] | None = None,
 ) -> None:
     """A run with the given outcome per task and epoch, written through the store (generated
     rows: no agent ran; for statistics and scale, not for end-to-end behaviour)."""
@@ -123,6 +124,7 @@ def generated_run(
             config_hash=config_hash or f"hash-{run_id}",
             config={"epochs": epochs, "tasks": dict.fromkeys(outcomes, "digest")},
             sandbox=sandbox,
+            warnings=list(warnings or []),
         )
     )
     if categories:

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select, update
 
 from harness.pricing import unknown_price_warning
+from harness.results import NOT_TAMPER_EVIDENT
 from leaderboard import SqlStore
 from leaderboard.gate import GateError, GateRules, gate, load_rules
 from leaderboard.schema import CheckpointRow, RunRow
@@ -99,6 +100,17 @@ def test_an_unconfined_run_is_not_gated_unless_the_rules_say_so(store: SqlStore,
             gate(candidate, baseline, GateRules(), store)
     allowed = gate("loose", "base", GateRules(allow_unconfined=True), store)
     assert allowed.decision == "inconclusive"  # 40 tied tasks, as for any identical pair
+
+
+def test_a_run_whose_verdicts_are_not_tamper_evident_is_gated_as_an_unconfined_one(
+    store: SqlStore, fill: Any
+) -> None:
+    warning = f"{NOT_TAMPER_EVIDENT}: 1 Harbor task(s) get no canary run: t1 (why)"
+    fill(store, "harbor", BASELINE, warnings=[warning])
+    with pytest.raises(GateError, match="the candidate's verdicts are not tamper-evident"):
+        gate("harbor", "base", GateRules(), store)
+    allowed = gate("harbor", "base", GateRules(allow_unconfined=True), store)
+    assert allowed.decision == "inconclusive"
 
 
 def test_a_partial_candidate_cannot_be_gated(sqlite_store: SqlStore, fill: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from harness.results import RunInfo
+from harness.results import NOT_TAMPER_EVIDENT, RunInfo
 from leaderboard import open_store, queries
 from leaderboard.dashboard import create_app
 from leaderboard.store import SqlStore
@@ -40,6 +40,26 @@ def test_unconfined_runs_are_left_out_of_the_standings_and_listed_apart(
     assert [(row.run_id, row.confined, row.rank, row.sandbox) for row in apart] == [
         ("unconfined-strong", False, 0, "subprocess")
     ]
+
+
+def test_a_run_whose_verdicts_are_not_tamper_evident_is_listed_apart_as_unconfined_ones(
+    tmp_path: Path, fill: Any
+) -> None:
+    """An imported Harbor task without a canary run: its reward could have been forced."""
+    store, url = filled(tmp_path, fill)
+    warning = f"{NOT_TAMPER_EVIDENT}: 1 Harbor task(s) get no canary run: t1 (why)"
+    fill(store, "harbor-strong", STRONG, model="model-d", warnings=[warning])
+    with store.engine.connect() as conn:
+        ranked = [row.run_id for row in queries.leaderboard(conn)]
+        apart = {row.run_id: row for row in queries.unconfined_runs(conn)}
+        [board] = queries.model_board(conn)
+    store.close()
+    assert ranked == ["docker-strong", "confined-weak"]
+    row = apart["harbor-strong"]
+    assert (row.confined, row.tamper_evident, row.rank) == (True, False, 0)
+    assert {e.model: e.why_unranked for e in board.unranked}["model-d"] == "not tamper-evident"
+    listing = cursorbench("runs", "list", "--db", url)
+    assert "or with verdicts that are not tamper-evident" in listing.stdout, listing.stdout
 
 
 def test_the_run_record_says_whether_it_was_confined() -> None:

@@ -1,6 +1,7 @@
 """The `harbor` kind's pure parts: Harbor's paths rewritten in the verifier's files, the
-reward read as Harbor reads it, the logs read back without trusting them. (Its grading
-run is in the kind contract suite and tests/cursorbench/test_harbor_import.py.)"""
+reward read as Harbor reads it, the logs read back without trusting them, the canary
+run's verdict. (Its grading run is in the kind contract suite, its red team in
+test_harbor_tamper.py, and tests/cursorbench/test_harbor_import.py.)"""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ import tarfile
 import pytest
 
 from harness.kinds.harbor_kind import (
+    CANARY_TEST,
     REWARD_TEST,
     HarborVerification,
+    VerifierRun,
+    judge,
     judge_reward,
     path_mapping,
     read_logs,
@@ -93,3 +97,29 @@ def test_the_verdict_needs_the_reward_and_a_finished_run() -> None:
     assert not missing.resolved and "no reward file" in (missing.error or "")
     late = Completed(exit_code=-9, output="", duration_s=9.0, timed_out=True)
     assert judge_reward(check, late, {"reward.txt": "1"}, 9).failure is Failure.TEST_TIMEOUT
+
+
+def test_a_canary_run_that_reaches_the_reward_is_tampering_and_none_is_said() -> None:
+    """The canary run's tests fail on any honest tree: its reward reaching `min_reward`
+    means the verdict was forced; without a canary run the record says it is not
+    tamper-evident."""
+    check = HarborVerification(canary=True)
+    done = Completed(exit_code=0, output="ran", duration_s=1.0)
+    late = Completed(exit_code=-9, output="", duration_s=9.0, timed_out=True)
+    real = VerifierRun(done, {"reward.txt": "1"})
+    honest = judge(check, real, VerifierRun(done, {"reward.txt": "0"}), 9)
+    assert honest.resolved and honest.tests[CANARY_TEST] is TestOutcome.PASSED
+    silent = judge(check, real, VerifierRun(done, {}), 9)  # no reward at all: failed too
+    assert silent.resolved
+    forced = judge(check, real, VerifierRun(done, {"reward.json": '{"reward": 1}'}), 9)
+    assert (forced.resolved, forced.failure) == (False, Failure.GRADER_TAMPERING)
+    assert forced.tests[CANARY_TEST] is TestOutcome.FAILED and forced.canaries_passed
+    assert forced.scores["harbor_reward"].value == 0.0
+    hung = judge(check, real, VerifierRun(late, {}), 9)
+    assert (hung.resolved, hung.failure) == (False, Failure.TEST_TIMEOUT)
+    note = HarborVerification(canary_note="its tests hold no Python test")
+    unguarded = judge(note, real, None, 9)
+    assert unguarded.resolved and unguarded.tests[CANARY_TEST] is TestOutcome.SKIPPED
+    assert unguarded.output.startswith(
+        "cursorbench: the verdict is not tamper-evident: its tests hold no Python test"
+    )
