@@ -28,6 +28,8 @@ from tests.harbor_tamper import ATTACKS, BROKEN, SOLVED, TEST_SH, TESTS
 
 Graded = tuple[PreparedTask, SandboxBackend, Path]
 
+pytestmark = pytest.mark.slow  # each grades twice in fresh sandboxes (verifier, canary run)
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graded]:
