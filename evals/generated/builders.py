@@ -20,7 +20,7 @@ from evals.generated.tasks import (
     lister_source,
     literal,
 )
-from evals.graders.common import functions, states_fact
+from evals.graders.common import functions, stated_wrong
 from evals.packages import Default, ModuleFacts, Package, with_default
 from evals.scenario import Interruption, Scenario, Step, Write
 
@@ -75,7 +75,7 @@ def unreferenced(context: Context, path: str, function: str) -> list[str]:
 
 def clean(reply: str, wrong: list[str]) -> list[str]:
     """The wrong facts the right reply does not state by accident (those kept)."""
-    return [fact for fact in wrong if not states_fact(reply, fact)]
+    return [fact for fact in wrong if not stated_wrong(reply, [fact])]
 
 
 # -- eager editing ----------------------------------------------------------------------------

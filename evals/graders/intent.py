@@ -28,6 +28,7 @@ from evals.graders.common import (
     missing_facts,
     penalty_score,
     signature,
+    stated_wrong,
 )
 from harness.results import Score
 from harness.scoring import FinalState, Records, register
@@ -46,9 +47,9 @@ class IntentParams(BaseModel):
 
 def _facts(message: str, params: IntentParams) -> Score:
     """The share of the required facts stated; 0 if a wrong one is stated too."""
-    stated_wrong = [fact for fact in params.wrong if not missing_facts(message, [fact])]
-    if stated_wrong:
-        listed = ", ".join(map(repr, stated_wrong))
+    wrong = stated_wrong(message, params.wrong)
+    if wrong:
+        listed = ", ".join(map(repr, wrong))
         return Score(value=0.0, reasons=[f"the reply also states {listed}: wrong, or hedged"])
     if not params.mentions:
         return Score(value=1.0)

@@ -102,10 +102,20 @@ def test_a_change_that_breaks_the_code_scores_zero(grader: str, params: dict) ->
         ("it raises InventoryErrors", "InventoryError", True),
         ("it raises MyInventoryError", "InventoryError", False),
         ("wraps to 00:15", "00:15", True),
+        ("Five: a, b, c, d and e.", "5", True),
+        ("It has twelve.", "12", True),
+        ("It has fifteen.", "5", False),
     ],
 )
 def test_facts_are_matched_as_whole_tokens(message: str, fact: str, stated: bool) -> None:
     assert states_fact(message, fact) is stated
+
+
+def test_a_number_in_words_states_it_but_claims_no_wrong_one() -> None:
+    params = {"expect": "answer", "mentions": ["2"], "wrong": ["1", "3"]}
+    said = "Two: the one in api.py and `parse`."  # "one" here is no count
+    assert grade("intent", params, state({}, {}), records(said)).value == 1.0
+    assert grade("intent", params, state({}, {}), records("Two, or 3.")).value == 0.0
 
 
 def test_intent_numbers_are_normalised() -> None:
