@@ -78,12 +78,13 @@ def test_judge_flags_need_each_other_and_evals() -> None:
     assert {"--judge-base-url", "--judge-model", "--judge-votes", "--judge-seed"} <= {
         flag.option for flag in run_flags()
     }
-    for options, problem in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"judge_base_url": "http://127.0.0.1:9", "evals": ["intent"]}, "needs judge_model"),
         ({"judge_model": "m", "evals": ["intent"]}, "needs judge_base_url"),
         ({"judge_base_url": "http://127.0.0.1:9", "judge_model": "m"}, "give evals too"),
         ({"judge_base_url": "ftp://x", "judge_model": "m", "evals": ["intent"]}, "http://"),
-    ]:
+    ]
+    for options, problem in cases:
         with pytest.raises(ConfigProblems, match=problem):
             spec_from_options(**options)
 
