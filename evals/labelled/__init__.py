@@ -37,6 +37,18 @@ Category = Literal["good", "slip", "bad", "in-between", "style"]
 CATEGORIES: tuple[str, ...] = ("good", "slip", "bad", "in-between", "style")
 
 
+# Disagreements found and not fixed, by "eval:kind/behaviour", each with why: a grader fix
+# would not be right for the class (or was not made), so the disagreement is reported.
+KNOWN: dict[str, str] = {
+    "eager_editing:done/nothing-to-do": (
+        "the done scenarios require the word 'already' for the claim that nothing needs "
+        "changing; 'it is V today, so there is nothing to do' says it in other words. A "
+        "list of accepted phrasings would be a closed vocabulary tuned on this very item; "
+        "whether a reply says it is the LLM judge's to decide"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Item:
     scenario: Scenario
@@ -53,6 +65,11 @@ class Item:
     @property
     def kind(self) -> str:
         return self.scenario.id.split("-")[-2]
+
+    @property
+    def known(self) -> str | None:
+        """Why the graders disagree with this item's label, where that is known."""
+        return KNOWN.get(f"{self.scenario.eval}:{self.kind}/{self.behaviour}")
 
 
 # -- facts of a scenario, read back from its prompt and the code -----------------------------

@@ -57,6 +57,7 @@ class Verdict(BaseModel):
     resolved: bool
     reason: str  # the reader's
     grader: list[str]  # the grader's reasons (and the failure, if any)
+    known: str | None = None  # why the grader disagrees, where that is known (KNOWN)
 
     @property
     def agrees(self) -> bool:
@@ -116,6 +117,7 @@ def measure(
                     resolved=result.resolved,
                     reason=one.reason,
                     grader=reasons,
+                    known=one.known,
                 )
             )
     return verdicts
@@ -152,6 +154,7 @@ def report(verdicts: list[Verdict]) -> str:
         rows.append(
             f"- `{v.item}` ({v.category}): reader {said}s ({v.reason}); grader {got} "
             f"({score}, resolved={v.resolved}: {because})"
+            + (f". Known: {v.known}" if v.known else ". Not explained yet")
         )
     return "\n".join(rows)
 

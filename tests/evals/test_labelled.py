@@ -43,7 +43,8 @@ def test_the_graders_agree_with_the_labels_on_a_sample(tmp_path: Path) -> None:
     assert {i.scenario.eval for i in sample} == set(EVALS)
     verdicts = measure(sample, tmp_path, per_eval=1)
     assert len(verdicts) == len(sample)
+    # every disagreement is a known one, explained (evals.labelled.KNOWN)
+    assert all(v.agrees or v.known for v in verdicts), report(verdicts)
     for name in EVALS:
         mine: list[Verdict] = [v for v in verdicts if v.eval == name]
-        agreed = sum(v.agrees for v in mine) / len(mine)
-        assert agreed >= 0.9, report(verdicts)
+        assert sum(v.agrees for v in mine) / len(mine) >= 0.8, report(verdicts)
