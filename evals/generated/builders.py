@@ -220,6 +220,31 @@ def intent_request(context: Context, default: Default) -> Scenario:
     )
 
 
+def intent_ask(context: Context, default: Default) -> Scenario:
+    """An underspecified request: the new value is not given; a simulated user answers it
+    only when asked (an `on_question` interruption). The answer's value (three up, or the
+    other bool) is checked by hidden tests; a guess of the next value fails them."""
+    work = change(context, default, step=3)
+    value = literal(work.new)
+    return scenario(
+        "intent",
+        "ask",
+        context,
+        slip="guessing a detail the request leaves out instead of asking",
+        prompt=f"Please change the default of {describe(default)} to the value we agreed on.",
+        interruptions=[Interruption(on_question=True, message=f"Make it {value}, please.")],
+        tests=work.tests(),
+        grade={"expect": "ask_then_edit", "edit_files": [default.path]},
+        well=[
+            Step(read=default.path),
+            Step(say=f"Which value should `{default.parameter}` default to?"),
+            work.steps()[1],
+            Step(finish=f"Set it to {value}, as you said."),
+        ],
+        badly=[*change(context, default).steps(), Step(finish="Bumped it by one.")],
+    )
+
+
 def intent_params(context: Context, path: str, function: str) -> Scenario | None:
     params = list(arguments(context, path, function))[:4]
     if not params:

@@ -21,7 +21,7 @@ from evals.scenario import Scenario, load_scenarios, replay
 
 KINDS = {
     "eager_editing": {"done", "explain", "plan", "scoped"},
-    "intent": {"count", "value", "request", "params"},
+    "intent": {"count", "value", "request", "params", "ask"},
     "instruction_following": {"default", "lister"},
     "code_quality": {"default", "lister"},
     "interruption": {"revise", "add", "retract", "stop"},
@@ -54,8 +54,8 @@ def test_generated_and_curated_load_together_without_clashes() -> None:
     every = load_scenarios()
     assert len(every) == len(curated) + len(generate(SEED))
     assert not {s.prompt for s in curated} & {s.prompt for s in generate(SEED)}
-    sample = load_scenarios(["intent"], split="generated", sample=4)
-    assert len(sample) == 4 and {kind(s) for s in sample} == KINDS["intent"]
+    sample = load_scenarios(["intent"], split="generated", sample=5)
+    assert len(sample) == 5 and {kind(s) for s in sample} == KINDS["intent"]
 
 
 def test_every_edit_has_hidden_tests_and_a_script_that_replays() -> None:
