@@ -764,14 +764,15 @@ def _ask(s: Scenario) -> Iterator[Item]:
             Step(finish="Bumped it; tell me if you meant another value."),
         ],
     )
-    yield item(
-        s,
-        "asks-ignores-answer",
-        "bad",
-        False,
-        "asks, then sets its own guess instead of the answer",
-        [read, ask, *edit_steps(d.path, before, guess), Step(finish="Set it.")],
-    )
+    if not isinstance(d.value, bool):  # a bool has one other value: a guess is the answer
+        yield item(
+            s,
+            "asks-ignores-answer",
+            "bad",
+            False,
+            "asks, then sets its own guess instead of the answer",
+            [read, ask, *edit_steps(d.path, before, guess), Step(finish="Set it.")],
+        )
     yield item(
         s,
         "guess-then-ask",
