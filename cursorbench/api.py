@@ -103,15 +103,41 @@ def run(
 ) -> RunOutcome:
     """Runs (or resumes) a whole run and returns its outcome. Raises `CursorBenchError` for
     anything the caller can fix, `RunInterrupted` on Ctrl-C (finished attempts are kept)."""
+    spec = as_spec(config)
     with ExitStack() as stack:
         runner = prepare(
-            as_spec(config), stack, model=model, store=store, executor=executor, on_retry=on_retry
+            spec, stack, model=model, store=store, executor=executor, on_retry=on_retry
         )
         try:
-            return runner.execute(on_result)
+            outcome = runner.execute(on_result)
         except RunInterrupted:
             stop_local_work()
             raise
+    judge(spec, runner.run_dir.path)
+    return outcome
+
+
+def judge(spec: RunSpec, run_dir: Path) -> dict[str, float]:
+    """With `judge_base_url`, the LLM judge (evals.judge) judges every eval attempt of the
+    finished run: `RUN_DIR/judged.jsonl` (model, prompt, seeds and every vote, replayable
+    with `python -m evals.judge RUN_DIR --replay`), never `attempts.jsonl`. The judged
+    means per eval, under `NAME:judged`; {} without a judge."""
+    if spec.judge_base_url is None or spec.judge_model is None:
+        return {}
+    from evals.judge import judge_run, means
+
+    try:
+        judged = judge_run(
+            run_dir,
+            spec.judge_base_url,
+            spec.judge_model,
+            spec.judge_votes,
+            spec.eval_seed,
+            spec.judge_seed,
+        )
+    except OSError as error:  # the judge's endpoint failed: the run itself stands
+        raise SetupError(f"--judge-base-url {spec.judge_base_url}: {error}") from None
+    return means(judged)
 
 
 def stop_local_work() -> None:

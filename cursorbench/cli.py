@@ -102,7 +102,7 @@ def run(config: Path | None = None, suite: str | None = None, **flags: Any) -> N
     from collections import Counter
     from contextlib import ExitStack
 
-    from cursorbench.api import prepare, stop_local_work
+    from cursorbench.api import judge, prepare, stop_local_work
     from cursorbench.progress import RunProgress
     from cursorbench.report import print_run
     from cursorbench.suites import suite_options
@@ -144,6 +144,11 @@ def run(config: Path | None = None, suite: str | None = None, **flags: Any) -> N
             highlight=False,
         )
     console.print(f"results: {runner.run_dir.path}")
+    judged = judge(spec, runner.run_dir.path)
+    for key, value in judged.items():
+        console.print(f"{key:<30} {value:.3f}")
+    if judged:
+        console.print(f"judged: {runner.run_dir.path / 'judged.jsonl'}")
     if outcome.all_errors:
         print(
             f"error: every attempt ended in error, e.g. {outcome.results[0].error}; "

@@ -254,6 +254,21 @@ class RunSpec(Part):
         ge=1,
         description="At most this many generated scenarios per eval, spread over its kinds.",
     )
+    judge_base_url: str | None = Field(
+        default=None,
+        description="An OpenAI-compatible endpoint whose model judges every eval attempt "
+        "after the run (evals.judge); judged scores go to judged.jsonl, apart from the "
+        "programmatic ones.",
+    )
+    judge_model: str | None = Field(
+        default=None, description="The judge's model name (needed with judge_base_url)."
+    )
+    judge_votes: int = Field(
+        default=3, ge=1, description="Judges per attempt; a rubric question is kept by majority."
+    )
+    judge_seed: int = Field(
+        default=0, description="The first judge's seed (the others count up from it)."
+    )
     model: ModelSpec = Field(default_factory=ReferenceModel, description="Who answers.")
     sandbox: SandboxSpec = Field(default_factory=SandboxSpec, description="Where commands run.")
     executor: ExecutorSpec = Field(
@@ -287,6 +302,25 @@ class RunSpec(Part):
             if isinstance(value, dict) and "kind" not in value:
                 data = {**data, part: {**value, "kind": default}}
         return data
+
+    @field_validator("judge_base_url")
+    @classmethod
+    def _judge_url(cls, value: str | None) -> str | None:
+        if value is not None and re.match(r"^https?://[^/:]+", value) is None:
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value
+
+    @model_validator(mode="after")
+    def _judge_complete(self) -> RunSpec:
+        if self.judge_base_url is not None and not self.judge_model:
+            raise ValueError("judge_base_url (--judge-base-url) needs judge_model (--judge-model)")
+        if self.judge_model is not None and self.judge_base_url is None:
+            raise ValueError("judge_model (--judge-model) needs judge_base_url (--judge-base-url)")
+        if self.judge_base_url is not None and not self.evals:
+            raise ValueError(
+                "judge_base_url (--judge-base-url) judges eval attempts: give evals too"
+            )
+        return self
 
     def model_name(self) -> str | None:
         """The model's name; for a replay, None until the recording is read."""

@@ -151,18 +151,35 @@ def judge_attempt(
     base_url: str,
     model: str,
     votes: int = 3,
+    first_seed: int = 0,
 ) -> Judgement:
     questions = rubric(scenario)
     text = prompt(records, questions)
+    return _judged(
+        scenario.id, epoch, scenario.eval, questions, text, base_url, model,
+        list(range(first_seed, first_seed + votes)),
+    )  # fmt: skip
+
+
+def _judged(
+    task_id: str,
+    epoch: int,
+    eval_name: str,
+    questions: list[str],
+    text: str,
+    base_url: str,
+    model: str,
+    seeds: list[int],
+) -> Judgement:
     cast = []
-    for seed in range(votes):
+    for seed in seeds:
         raw = ask(base_url, model, text, seed)
         cast.append(Vote(seed=seed, answers=parse_answers(raw, len(questions)), raw=raw))
     kept = majority(cast, len(questions))
     return Judgement(
-        task_id=scenario.id,
+        task_id=task_id,
         epoch=epoch,
-        eval=scenario.eval,
+        eval=eval_name,
         value=round(sum(kept) / len(kept), 4),
         rubric=questions,
         kept=kept,
@@ -174,8 +191,29 @@ def judge_attempt(
     )
 
 
+def replay(judgement: Judgement, base_url: str | None = None) -> Judgement:
+    """The same judgement asked again: the recorded prompt, rubric, model and seeds, of the
+    recorded judge or of `base_url`; equal to the record when the judge is deterministic."""
+    return _judged(
+        judgement.task_id, judgement.epoch, judgement.eval, judgement.rubric, judgement.prompt,
+        base_url or judgement.judge_base_url, judgement.judge_model,
+        [vote.seed for vote in judgement.votes],
+    )  # fmt: skip
+
+
+def load_judged(run_dir: Path) -> list[Judgement]:
+    path = run_dir / "judged.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return [Judgement.model_validate_json(line) for line in lines if line.strip()]
+
+
 def judge_run(
-    run_dir: Path, base_url: str, model: str, votes: int = 3, seed: int | None = None
+    run_dir: Path,
+    base_url: str,
+    model: str,
+    votes: int = 3,
+    seed: int | None = None,
+    first_seed: int = 0,
 ) -> list[Judgement]:
     """Judges every eval attempt of a run folder (its generated scenarios those of `seed`);
     writes `judged.jsonl` beside it."""
@@ -193,7 +231,9 @@ def judge_run(
         path = run_dir / attempt["trajectory"]
         records = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x]
         found.append(
-            judge_attempt(scenario, records, int(attempt["epoch"]), base_url, model, votes)
+            judge_attempt(
+                scenario, records, int(attempt["epoch"]), base_url, model, votes, first_seed
+            )
         )
     with (run_dir / "judged.jsonl").open("w", encoding="utf-8") as out:
         out.writelines(judgement.model_dump_json() + "\n" for judgement in found)
@@ -211,13 +251,36 @@ def means(judgements: list[Judgement]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.judge", description=__doc__)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--judge-base-url", required=True)
-    parser.add_argument("--judge-model", required=True)
+    parser.add_argument("--judge-base-url", default=None)
+    parser.add_argument("--judge-model", default=None)
     parser.add_argument("--votes", type=int, default=3, help="judges per attempt (majority)")
+    parser.add_argument("--judge-seed", type=int, default=0, help="the first judge's seed")
     parser.add_argument("--eval-seed", type=int, default=None, help="the run's --eval-seed")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="ask the recorded judgements again (judged.jsonl: prompt, model, seeds), of the "
+        "recorded judge or of --judge-base-url, and say which changed",
+    )
     args = parser.parse_args(argv)
+    if args.replay:
+        recorded = load_judged(args.run_dir)
+        changed = [
+            old.task_id for old in recorded if replay(old, args.judge_base_url).kept != old.kept
+        ]
+        print(f"{len(recorded)} judgements replayed, {len(changed)} changed")
+        for task_id in changed:
+            print(f"  changed: {task_id}")
+        return 1 if changed else 0
+    if not args.judge_base_url or not args.judge_model:
+        parser.error("--judge-base-url and --judge-model are needed (or --replay)")
     judgements = judge_run(
-        args.run_dir, args.judge_base_url, args.judge_model, args.votes, args.eval_seed
+        args.run_dir,
+        args.judge_base_url,
+        args.judge_model,
+        args.votes,
+        args.eval_seed,
+        args.judge_seed,
     )
     for key, value in means(judgements).items():
         print(f"{key:<30} {value:.3f}")

@@ -135,6 +135,10 @@ def run_agent(
             budget.check_time()  # a reply that came after the wall time is not acted on
             truncated = reply.finish_reason == "length"
             ended = not reply.tool_calls and not truncated
+            asked = ended and "?" in (reply.content or "")
+            finishing = any(call.name == "finish" for call in reply.tool_calls or [])
+            if (ended and not asked) or finishing:  # a simulated user answers questions only
+                pending[:] = [item for item in pending if not item.on_question]
             if ended and not pending:
                 raise Submitted(reply.content or "")
             watch = any(item.after_first_edit for item in pending)
@@ -150,7 +154,7 @@ def run_agent(
                 messages.append({"role": "user", "content": TRUNCATED_NOTE})
                 trajectory.write("message", **messages[-1])
             ending = ended or calls.finish_deferred
-            for due in _due(pending, outcome.turns, calls.edited, ending):
+            for due in _due(pending, outcome.turns, calls.edited, ending, asked):
                 pending.remove(due)
                 messages.append({"role": "user", "content": due.message})
                 trajectory.write("message", **messages[-1], injected=True, turn=outcome.turns)
@@ -170,14 +174,18 @@ def run_agent(
     return outcome
 
 
-def _due(pending: list[Interruption], turns: int, edited: bool, ending: bool) -> list[Interruption]:
-    """The interruptions to deliver after this turn: those whose moment came, or, when the
-    agent tries to end with some still pending, the first of them."""
+def _due(
+    pending: list[Interruption], turns: int, edited: bool, ending: bool, asked: bool = False
+) -> list[Interruption]:
+    """The interruptions to deliver after this turn: those whose moment came (an answer
+    when the agent asked), or, when the agent tries to end with some still pending, the
+    first of them."""
     due = [
         item
         for item in pending
         if (item.after_turn is not None and turns >= item.after_turn)
         or (item.after_first_edit and edited)
+        or (item.on_question and asked)
     ]
     if not due and ending and pending:
         due = pending[:1]

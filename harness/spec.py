@@ -54,16 +54,24 @@ else:
 class Interruption(Frozen):
     """A user message the harness injects mid-run: after the model's turn `after_turn`, or
     right after the first turn that edited a file. If the agent tries to end before it
-    was delivered, it is delivered then and the agent goes on."""
+    was delivered, it is delivered then and the agent goes on.
+
+    With `on_question` it is a simulated user's answer: delivered only when the agent ends
+    a turn asking (a reply without tool calls whose text has a '?'), and dropped when the
+    agent ends or calls `finish` without asking, so an agent that guesses hears nothing."""
 
     message: str = Field(min_length=1)
     after_turn: int | None = Field(default=None, ge=1)
     after_first_edit: bool = False
+    on_question: bool = False
 
     @model_validator(mode="after")
     def _one_trigger(self) -> Interruption:
-        if (self.after_turn is None) == (not self.after_first_edit):
-            raise ValueError("an interruption needs exactly one of after_turn, after_first_edit")
+        triggers = [self.after_turn is not None, self.after_first_edit, self.on_question]
+        if sum(triggers) != 1:
+            raise ValueError(
+                "an interruption needs exactly one of after_turn, after_first_edit, on_question"
+            )
         return self
 
 

@@ -95,6 +95,7 @@ def _kinds(context: b.Context) -> dict[str, dict[str, list[Make]]]:
             "value": each(defaults, b.intent_value),
             "request": each(defaults, b.intent_request),
             "params": each(named, b.intent_params),
+            "ask": each(defaults, b.intent_ask),
         },
         "instruction_following": {
             "default": [functools.partial(following_default, c, d) for d in _defaults(c)],

@@ -20,7 +20,7 @@ from evals.generated.tasks import (
     lister_source,
     literal,
 )
-from evals.graders.common import functions, states_fact
+from evals.graders.common import functions, stated_wrong
 from evals.packages import Default, ModuleFacts, Package, with_default
 from evals.scenario import Interruption, Scenario, Step, Write
 
@@ -75,7 +75,7 @@ def unreferenced(context: Context, path: str, function: str) -> list[str]:
 
 def clean(reply: str, wrong: list[str]) -> list[str]:
     """The wrong facts the right reply does not state by accident (those kept)."""
-    return [fact for fact in wrong if not states_fact(reply, fact)]
+    return [fact for fact in wrong if not stated_wrong(reply, [fact])]
 
 
 # -- eager editing ----------------------------------------------------------------------------
@@ -217,6 +217,31 @@ def intent_request(context: Context, default: Default) -> Scenario:
         grade={"expect": "edit", "edit_files": [default.path]},
         well=[*work.steps(), Step(finish="Changed it.")],
         badly=[Step(read=default.path), Step(say="Yes, that could be done.")],
+    )
+
+
+def intent_ask(context: Context, default: Default) -> Scenario:
+    """An underspecified request: the new value is not given; a simulated user answers it
+    only when asked (an `on_question` interruption). The answer's value (three up, or the
+    other bool) is checked by hidden tests; a guess of the next value fails them."""
+    work = change(context, default, step=3)
+    value = literal(work.new)
+    return scenario(
+        "intent",
+        "ask",
+        context,
+        slip="guessing a detail the request leaves out instead of asking",
+        prompt=f"Please change the default of {describe(default)} to the value we agreed on.",
+        interruptions=[Interruption(on_question=True, message=f"Make it {value}, please.")],
+        tests=work.tests(),
+        grade={"expect": "ask_then_edit", "edit_files": [default.path]},
+        well=[
+            Step(read=default.path),
+            Step(say=f"Which value should `{default.parameter}` default to?"),
+            work.steps()[1],
+            Step(finish=f"Set it to {value}, as you said."),
+        ],
+        badly=[*change(context, default).steps(), Step(finish="Bumped it by one.")],
     )
 
 

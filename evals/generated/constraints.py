@@ -8,6 +8,7 @@ drawn from the generator's seeded random source.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -138,8 +139,28 @@ def _compose(
         helper = f"\n\ndef {LISTER}() -> list[str]:\n    return []\n"
         text = context.sources[sibling].rstrip("\n") + helper
         return chosen, [Step(read=path), Step(write=Write(path=sibling, content=text))]
-    # keep_signatures: broken by extra lines instead (a rule the script cannot break alone)
-    return chosen, [Step(read=path), Step(write=Write(path=path, content=_extra_lines(content)))]
+    # keep_signatures: a public function the rule keeps gets a new first parameter
+    names = chosen[0][1]["names"] or _public_others(content, LISTER)
+    return chosen, [Step(read=path), Step(write=Write(path=path, content=_widened(content, names)))]
+
+
+def _widened(content: str, names: list[str]) -> str:
+    """The source with a new required first parameter on the first of `names` found (a
+    changed signature); unchanged when none is."""
+    found = functions(content)
+    for name in names:
+        node = found.get(name)
+        if node is None:
+            continue
+        short = name.rsplit(".", 1)[-1]
+        lines = content.splitlines(keepends=True)
+        index = node.lineno - 1
+        header = re.compile(rf"\bdef {re.escape(short)}\(")
+        for at in range(index, min(index + len(node.decorator_list) + 2, len(lines))):
+            if header.search(lines[at]):
+                lines[at] = header.sub(f"def {short}(extra_option, ", lines[at], count=1)
+                return "".join(lines)
+    return content
 
 
 def _prompt(request: str, chosen: list[Rule]) -> str:

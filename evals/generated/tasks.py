@@ -12,9 +12,10 @@ an installed one), so a test cannot pass on code the agent never saw.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evals.packages import Default, ModuleFacts, with_default
+from evals.packages import Default, ModuleFacts, facts_of, with_default
 from evals.scenario import HiddenTests, Step, Write
 
 HIDDEN = "tests/test_eval_hidden.py"
@@ -62,15 +63,36 @@ def _check(name: str, default: Default, value: int | bool) -> str:
     )
 
 
-def hidden_tests(module: str, checks: list[tuple[str, Default, int | bool]]) -> HiddenTests:
+KEPT = "test_other_defaults_kept"
+
+
+def _kept(others: list[Default]) -> str:
+    listed = "".join(f"        ({d.function!r}, {d.parameter!r}, {d.value!r}),\n" for d in others)
+    return (
+        f"\n\ndef {KEPT}():\n"
+        f"    for qualified, parameter, value in [\n{listed}    ]:\n"
+        "        found = _default(qualified, parameter)\n"
+        "        assert type(found) is type(value) and found == value, (qualified, parameter)\n"
+    )
+
+
+def hidden_tests(
+    module: str, checks: list[tuple[str, Default, int | bool]], others: Sequence[Default] = ()
+) -> HiddenTests:
     """A test file asserting each (test name, default, value); the guard passes before and
-    after (pass-to-pass), the checks are the fail-to-pass tests."""
+    after (pass-to-pass), the checks are the fail-to-pass tests. `others`: defaults of the
+    module the request does not name, which must keep their values (pass-to-pass: a change
+    of another default than the one asked for is not a correct change)."""
     text = HEADER.format(module=module, guard=GUARD)
     text += "".join(_check(name, default, value) for name, default, value in checks)
+    kept = [f"{HIDDEN}::{GUARD}"]
+    if others:
+        text += _kept(list(others))
+        kept.append(f"{HIDDEN}::{KEPT}")
     return HiddenTests(
         files={HIDDEN: text},
         fail_to_pass=[f"{HIDDEN}::{name}" for name, _, _ in checks],
-        pass_to_pass=[f"{HIDDEN}::{GUARD}"],
+        pass_to_pass=kept,
     )
 
 
@@ -100,7 +122,15 @@ class DefaultChange:
         return [Step(read=path), Step(write=Write(path=path, content=self.changed_source()))]
 
     def tests(self) -> HiddenTests:
-        return hidden_tests(self.default.module, [("test_new_default", self.default, self.new)])
+        facts = facts_of(self.default.path, self.source)
+        others = [
+            d
+            for d in (facts.defaults if facts else ())
+            if (d.function, d.parameter) != (self.default.function, self.default.parameter)
+        ]
+        return hidden_tests(
+            self.default.module, [("test_new_default", self.default, self.new)], others
+        )
 
 
 def lister_source(names: tuple[str, ...], style: int = 0) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -88,7 +89,10 @@ def apply_renames(text: str, renames: dict[str, str]) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=32)
 def parse(source: str | None) -> ast.Module | None:
+    """The module's tree, or None when it does not parse. Cached: graders and builders ask
+    for the same file's tree many times over, so the tree is shared; nobody changes it."""
     if source is None:
         return None
     try:
@@ -237,18 +241,29 @@ def _canonical(token: str) -> str:
     return token.lower().replace("_", "")
 
 
-def fact_tokens(text: str) -> list[str]:
-    return [_canonical(token) for token in _TOKEN.findall(text)]
+_NUMBERS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+NUMBER_WORDS = {word: str(number) for number, word in enumerate(_NUMBERS.split(" "))}
 
 
-def states_fact(message: str, fact: str) -> bool:
-    """The message states the fact as whole tokens: "5,400" states "5400", "timezone" states
-    "time zone" and "time zones" (a plural), but "daytime zone" does not state "time zone"
-    and "15400" does not state "5400"."""
-    wanted = "".join(fact_tokens(fact))
+def fact_tokens(text: str, number_words: bool = False) -> list[str]:
+    """The text's tokens, canonical; with `number_words`, "five" is "5" too."""
+    tokens = [_canonical(token) for token in _TOKEN.findall(text)]
+    return [NUMBER_WORDS.get(t, t) for t in tokens] if number_words else tokens
+
+
+def states_fact(message: str, fact: str, number_words: bool = True) -> bool:
+    """The message states the fact as whole tokens: "5,400" states "5400", "five" states
+    "5", "timezone" states "time zone" and "time zones" (a plural), but "daytime zone"
+    does not state "time zone" and "15400" does not state "5400". Without `number_words`
+    a number must be written in digits (how a wrong fact is looked for: "one" in prose,
+    as in "the one in utils.py", claims no number)."""
+    wanted = "".join(fact_tokens(fact, number_words))
     if not wanted:
         return False
-    said = fact_tokens(message)
+    said = fact_tokens(message, number_words)
     for start in range(len(said)):
         joined = ""
         for token in said[start:]:
@@ -262,6 +277,11 @@ def states_fact(message: str, fact: str) -> bool:
 
 def missing_facts(message: str, facts: list[str]) -> list[str]:
     return [fact for fact in facts if not states_fact(message, fact)]
+
+
+def stated_wrong(message: str, wrong: list[str]) -> list[str]:
+    """The wrong facts the message states (numbers in digits)."""
+    return [fact for fact in wrong if states_fact(message, fact, number_words=False)]
 
 
 # -- what the change did to the code ---------------------------------------------------------

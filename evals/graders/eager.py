@@ -35,6 +35,7 @@ from evals.graders.common import (
     penalty_score,
     span,
     squash_whitespace,
+    stated_wrong,
     whitespace_only,
 )
 from harness.results import Score
@@ -150,7 +151,7 @@ def _reply(message: str, mentions: list[str], wrong: list[str]) -> Score:
     it states a wrong one too."""
     if not message.strip():
         return Score(value=0.0, reasons=["no reply: nothing was explained"])
-    stated = [fact for fact in wrong if not missing_facts(message, [fact])]
+    stated = stated_wrong(message, wrong)
     if stated:
         return Score(value=0.0, reasons=[f"the reply states {', '.join(map(repr, stated))}"])
     if not mentions:

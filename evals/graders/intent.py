@@ -2,8 +2,9 @@
 
 A question gets an answer and no edit; a request gets an edit of the files it is
 about; "make X faster" keeps the public API; a request the code cannot resolve
-gets a clarifying question. Graded from the final workspace state and the
-final message.
+gets a clarifying question; an underspecified one (`ask_then_edit`) gets a question, then
+the edit the simulated user's answer asks for (an edit made before asking is a guess: 0).
+Graded from the final workspace state, the trajectory and the final message.
 
 Nothing holds vacuously: an answer scores the share of the facts it must state
 (`mentions`, matched as facts: "5,400" states "5400", "timezone" states "time
@@ -24,11 +25,15 @@ from evals.graders.common import (
     changed_files,
     final_message,
     functions,
+    injected_messages,
     matches,
     missing_facts,
     penalty_score,
     signature,
+    stated_wrong,
+    tool_events,
 )
+from evals.graders.interruption import writes
 from harness.results import Score
 from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
@@ -37,7 +42,7 @@ from harness.spec import PreparedTask
 class IntentParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    expect: Literal["answer", "edit", "clarify"]
+    expect: Literal["answer", "edit", "clarify", "ask_then_edit"]
     mentions: list[str] = []  # facts the final message must state
     wrong: list[str] = []  # facts a right reply does not state (wrong or hedged answers)
     edit_files: list[str] = []  # globs: an expected edit touches at least one
@@ -46,9 +51,9 @@ class IntentParams(BaseModel):
 
 def _facts(message: str, params: IntentParams) -> Score:
     """The share of the required facts stated; 0 if a wrong one is stated too."""
-    stated_wrong = [fact for fact in params.wrong if not missing_facts(message, [fact])]
-    if stated_wrong:
-        listed = ", ".join(map(repr, stated_wrong))
+    wrong = stated_wrong(message, params.wrong)
+    if wrong:
+        listed = ", ".join(map(repr, wrong))
         return Score(value=0.0, reasons=[f"the reply also states {listed}: wrong, or hedged"])
     if not params.mentions:
         return Score(value=1.0)
@@ -85,6 +90,8 @@ def grade_intent(
     if params.expect in ("answer", "clarify") and changed:
         wanted = "an answer" if params.expect == "answer" else "a clarifying question"
         return Score(value=0.0, reasons=[f"wanted {wanted}, got edits to {', '.join(changed)}"])
+    if params.expect == "ask_then_edit":
+        return _ask_then_edit(state, records, message, params)
     if params.expect == "edit":
         return _edit(state, message, params)
     if not message:
@@ -94,6 +101,24 @@ def grade_intent(
     if params.expect == "answer" and not params.mentions:
         return Score(value=0.0, reasons=["the scenario names no fact to check the answer by"])
     return _facts(message, params)
+
+
+def _ask_then_edit(
+    state: FinalState, records: Records, message: str, params: IntentParams
+) -> Score:
+    """An underspecified request: the simulated user answers only a question (the
+    scenario's `on_question` interruption), so an answer delivered means the agent asked;
+    the edit must come after it, and be right (its hidden tests check the answer's value)."""
+    if not injected_messages(records):
+        return Score(value=0.0, reasons=["the request lacked a detail; the agent never asked"])
+    early = [
+        e.path or str(e.arguments.get("command", ""))
+        for e in tool_events(records)
+        if not e.failed and not e.after_injections and writes(e)
+    ]
+    if early:
+        return Score(value=0.0, reasons=[f"changed {', '.join(early)} before asking: a guess"])
+    return _edit(state, message, params)
 
 
 def _edit(state: FinalState, message: str, params: IntentParams) -> Score:

@@ -21,7 +21,7 @@ from evals.scenario import Scenario, load_scenarios, replay
 
 KINDS = {
     "eager_editing": {"done", "explain", "plan", "scoped"},
-    "intent": {"count", "value", "request", "params"},
+    "intent": {"count", "value", "request", "params", "ask"},
     "instruction_following": {"default", "lister"},
     "code_quality": {"default", "lister"},
     "interruption": {"revise", "add", "retract", "stop"},
@@ -54,8 +54,8 @@ def test_generated_and_curated_load_together_without_clashes() -> None:
     every = load_scenarios()
     assert len(every) == len(curated) + len(generate(SEED))
     assert not {s.prompt for s in curated} & {s.prompt for s in generate(SEED)}
-    sample = load_scenarios(["intent"], split="generated", sample=4)
-    assert len(sample) == 4 and {kind(s) for s in sample} == KINDS["intent"]
+    sample = load_scenarios(["intent"], split="generated", sample=5)
+    assert len(sample) == 5 and {kind(s) for s in sample} == KINDS["intent"]
 
 
 def test_every_edit_has_hidden_tests_and_a_script_that_replays() -> None:
@@ -112,3 +112,49 @@ def test_a_scoped_reference_edit_changes_one_line_of_one_file() -> None:
             if a != b
         ]
         assert len(changed) == 1, scenario.id
+
+
+def test_a_single_default_change_keeps_the_others_as_hidden_tests() -> None:
+    """Changing another default than the one asked for is not a correct change: the hidden
+    tests of a one-default request check every other default of the module (pass-to-pass),
+    and they pass on the untouched code (run here against the installed copy)."""
+    checked = 0
+    for scenario in generate(SEED):
+        if scenario.tests is None or "test_new_default" not in str(scenario.tests.fail_to_pass):
+            continue
+        text = scenario.tests.files["tests/test_eval_hidden.py"]
+        if "test_other_defaults_kept" not in text:
+            continue
+        assert any(t.endswith("::test_other_defaults_kept") for t in scenario.tests.pass_to_pass)
+        namespace: dict[str, Any] = {}
+        exec(compile(text, scenario.id, "exec"), namespace)
+        namespace["test_other_defaults_kept"]()
+        checked += 1
+    assert checked >= 100
+
+
+def test_a_broken_keep_signatures_rule_changes_a_kept_signature() -> None:
+    """The badly-behaved instruction-following script breaks its first rule; where that is
+    keep_signatures, a kept function's signature changes (it used to add lines, which broke
+    nothing unless a line budget was also stated)."""
+    from evals.graders.common import functions, signature
+    from evals.scenario import codebase_files
+
+    found = 0
+    for scenario in generate(SEED):
+        if scenario.eval != "instruction_following":
+            continue
+        rule = scenario.grade["constraints"][0]
+        if rule["kind"] != "keep_signatures":
+            continue
+        files = codebase_files(scenario)
+        old = functions(files[rule["file"]])
+        new = functions(replay(files, scenario.badly)[rule["file"]])
+        kept = rule["names"] or [n for n in old if not n.startswith("_")]
+        assert any(
+            name in new and signature(old[name]) != signature(new[name])
+            for name in kept
+            if name in old
+        ), scenario.id
+        found += 1
+    assert found >= 5

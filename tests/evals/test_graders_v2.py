@@ -102,10 +102,20 @@ def test_a_change_that_breaks_the_code_scores_zero(grader: str, params: dict) ->
         ("it raises InventoryErrors", "InventoryError", True),
         ("it raises MyInventoryError", "InventoryError", False),
         ("wraps to 00:15", "00:15", True),
+        ("Five: a, b, c, d and e.", "5", True),
+        ("It has twelve.", "12", True),
+        ("It has fifteen.", "5", False),
     ],
 )
 def test_facts_are_matched_as_whole_tokens(message: str, fact: str, stated: bool) -> None:
     assert states_fact(message, fact) is stated
+
+
+def test_a_number_in_words_states_it_but_claims_no_wrong_one() -> None:
+    params = {"expect": "answer", "mentions": ["2"], "wrong": ["1", "3"]}
+    said = "Two: the one in api.py and `parse`."  # "one" here is no count
+    assert grade("intent", params, state({}, {}), records(said)).value == 1.0
+    assert grade("intent", params, state({}, {}), records("Two, or 3.")).value == 0.0
 
 
 def test_intent_numbers_are_normalised() -> None:
@@ -197,3 +207,19 @@ def test_eager_explanation_stuffed_with_every_name_scores_nothing() -> None:
     assert grade("eager_editing", params, state({}, {}), records(stuffed)).value == 0.0
     right = "It checks the text is only number+unit parts (h, m, s) and sums them."
     assert grade("eager_editing", params, state({}, {}), records(right)).value == 1.0
+
+
+def test_an_underspecified_request_wants_a_question_before_any_write() -> None:
+    params = {"expect": "ask_then_edit", "edit_files": ["p.py"]}
+    changed = state({"p.py": "X = 1\n"}, {"p.py": "X = 4\n"}, touched=["p.py"], resolved=True)
+    edit = ("edit_file", {"path": "p.py", "old_string": "1", "new_string": "4"})
+    shell = ("run", {"command": "sed -i s/1/2/ p.py"})
+    look = ("read_file", {"path": "p.py"})
+    asked = grade("intent", params, changed, records("done", [look, edit], injected_at=1))
+    assert asked.value == 1.0, asked  # the answer came, then the edit
+    never = grade("intent", params, changed, records("done", [look, edit]))
+    assert never.value == 0.0 and "never asked" in never.reasons[0]
+    guessed = grade("intent", params, changed, records("done", [shell, look, edit], injected_at=2))
+    assert guessed.value == 0.0 and "before asking" in guessed.reasons[0]
+    wrong = state({"p.py": "X = 1\n"}, {"p.py": "X = 2\n"}, touched=["p.py"], resolved=False)
+    assert grade("intent", params, wrong, records("done", [look, edit], injected_at=1)).value == 0

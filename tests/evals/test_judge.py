@@ -68,3 +68,50 @@ def test_a_run_is_judged_by_majority_and_kept_apart(
     # the null agent's trajectory (no final message) is judged 0 by the same judges
     silent = [{"type": "message", "role": "user", "content": scenarios[0].prompt}]
     assert judge_attempt(scenarios[0], silent, 0, url, judge.models[0]).value == 0.0
+
+
+def test_judge_flags_need_each_other_and_evals() -> None:
+    import pytest
+
+    from cursorbench.config import ConfigProblems, run_flags, spec_from_options
+
+    assert {"--judge-base-url", "--judge-model", "--judge-votes", "--judge-seed"} <= {
+        flag.option for flag in run_flags()
+    }
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"judge_base_url": "http://127.0.0.1:9", "evals": ["intent"]}, "needs judge_model"),
+        ({"judge_model": "m", "evals": ["intent"]}, "needs judge_base_url"),
+        ({"judge_base_url": "http://127.0.0.1:9", "judge_model": "m"}, "give evals too"),
+        ({"judge_base_url": "ftp://x", "judge_model": "m", "evals": ["intent"]}, "http://"),
+    ]
+    for options, problem in cases:
+        with pytest.raises(ConfigProblems, match=problem):
+            spec_from_options(**options)
+
+
+def test_cursorbench_run_judges_when_given_a_judge_and_the_judgement_replays(
+    serve: Callable[[Any], str], run_benchmark: Callable[..., RunOutcome], tmp_path
+) -> None:
+    from evals.judge import load_judged, main, replay
+
+    scenarios = load_scenarios(["intent", "interruption"], split="generated", sample=1)
+    agent, judge = ScenarioAgent(scenarios, "well"), ScriptedJudgeFixture()
+    url, out = serve(judge), tmp_path / "run"
+    outcome = run_benchmark(base_url=serve(agent), model=agent.models[0],
+                            evals=["intent", "interruption"], eval_split="generated",
+                            eval_sample=1, out=out, judge_base_url=url,
+                            judge_model=judge.models[0], judge_votes=3, judge_seed=5)  # fmt: skip
+    judged = load_judged(out)
+    assert sorted(j.task_id for j in judged) == sorted(r.task_id for r in outcome.results)
+    assert sorted(judge.seeds) == [5, 5, 6, 6, 7, 7]  # seeds from --judge-seed, one per vote
+    assert all(j.value == 1.0 and j.judge_base_url == url for j in judged)
+    # the programmatic results know nothing of the judge
+    for line in (out / "attempts.jsonl").read_text().splitlines():
+        scores = json.loads(line).get("scores", {})
+        assert scores and not any(s["judged"] or ":" in name for name, s in scores.items())
+    summary = json.loads((out / "summary.json").read_text())
+    assert not any(key.endswith(":judged") for key in summary.get("scores") or {})
+    again = replay(judged[0])
+    assert again.kept == judged[0].kept and again.prompt_sha256 == judged[0].prompt_sha256
+    assert [v.seed for v in again.votes] == [5, 6, 7]
+    assert main([str(out), "--replay"]) == 0

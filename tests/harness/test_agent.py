@@ -517,3 +517,19 @@ def test_an_interruption_needs_exactly_one_moment() -> None:
         Interruption(message="x")
     with pytest.raises(ValidationError):
         Interruption(message="x", after_turn=1, after_first_edit=True)
+
+
+def test_a_simulated_user_answers_a_question_and_only_a_question(agent: Any) -> None:
+    from harness.spec import Interruption
+
+    answer = [Interruption(message="Make it 7.", on_question=True)]
+    asks = Recording([LOOK, Reply(content="Which value should it be?"), FINISH])
+    outcome, records = agent(asks, interruptions=answer)
+    [message] = injected(records)
+    assert message["content"] == "Make it 7." and outcome.failure is None
+    assert asks.requests[2]["messages"][-1] == {"role": "user", "content": "Make it 7."}
+    # an agent that ends without asking, or calls finish, hears nothing and is done
+    for ending in (Reply(content="I set it to 3."), FINISH):
+        guesses = Recording([LOOK, ending, LOOK])
+        outcome, records = agent(guesses, interruptions=answer)
+        assert not injected(records) and len(guesses.requests) == 2
