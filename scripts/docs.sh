@@ -5,16 +5,25 @@
 # Jinja2 there would hand it the answers of the v1 tasks built from Jinja2. The environment
 # sits under ~/.cache/cursorbench, which every sandbox hides (harness/sandbox/bubblewrap.py:
 # default_hidden_paths; the Docker image holds only .venv). mkdocstrings reads the sources
-# statically, so it does not need the project installed. Extra options pass to `mkdocs build`.
+# statically, so it does not need the project installed. Extra options pass to `mkdocs build`;
+# `--ensure` only builds the environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CURSORBENCH_DOCS_VENV:-$HOME/.cache/cursorbench/docs-venv}
-if [ ! -x "$venv"/bin/mkdocs ] || ! cmp -s docs/requirements.txt "$venv"/requirements.txt; then
+built() { [ -x "$venv"/bin/mkdocs ] && cmp -s docs/requirements.txt "$venv"/requirements.txt; }
+if ! built; then
     mkdir -p "$(dirname "$venv")"
-    python3 -m venv "$venv"
-    "$venv"/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir \
-        -r docs/requirements.txt
-    cp docs/requirements.txt "$venv"/requirements.txt
+    exec 9>"$venv.lock"  # one builder at a time (scripts/test.sh builds it early, beside lint)
+    flock 9
+    if ! built; then
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv"/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir \
+            -r docs/requirements.txt
+        cp docs/requirements.txt "$venv"/requirements.txt
+    fi
+    flock -u 9
 fi
+if [ "${1:-}" = --ensure ]; then exit 0; fi  # only build the environment
 export NO_MKDOCS_2_WARNING=1  # the theme's notice about its successor, on every build
 exec "$venv"/bin/mkdocs build --strict "$@"

@@ -17,9 +17,10 @@ bash scripts/setup.sh
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export CURSORBENCH_TEST_BUILD_CACHE="$scratch/build-cache"
-# Harbor's own environment (the interop tests use it) downloads while the checks below run.
-bash scripts/harbor.sh --ensure >"$scratch/harbor.log" 2>&1 &
-harbor_pid=$!
+# Harbor's environment (the interop tests use it) and the docs toolchain's download while
+# the checks below run.
+(bash scripts/harbor.sh --ensure && bash scripts/docs.sh --ensure) >"$scratch/envs.log" 2>&1 &
+envs_pid=$!
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 workers=${CURSORBENCH_TEST_WORKERS:-3}
@@ -31,8 +32,8 @@ resources=0
 wait "$resources_pid" || resources=$?
 echo "--- tests of the Docker engine, run beside the others ---"
 cat "$scratch/resources.log"
-# A failed early build is only reported: the tests that need Harbor built it again or said why.
-wait "$harbor_pid" || { echo "--- early build of Harbor's environment failed ---"; cat "$scratch/harbor.log"; }
+# A failed early build is only reported: what needs it builds it again or says why.
+wait "$envs_pid" || { echo "--- early build of Harbor's or the docs' environment failed ---"; cat "$scratch/envs.log"; }
 (.venv/bin/mypy && bash scripts/docs.sh) >"$scratch/static.log" 2>&1 &
 static_pid=$!
 exclusive=0
