@@ -435,8 +435,9 @@ def _pick(tests: list[_Test], rng: random.Random) -> list[_Test]:
     return chosen + [t for t in shuffled if t not in chosen]
 
 
-def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, str]]] | None:
-    """The module with canaries, and (canary, original) node names; None if it has none."""
+def _parsed_lines(text: str) -> tuple[ast.Module, list[bytes]] | None:
+    """The module's tree and its lines as bytes, the last ending in a newline; None if it
+    does not parse."""
     try:
         module = parse_module(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -444,6 +445,15 @@ def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, s
     lines = text.encode("utf-8").splitlines(keepends=True)
     if lines and not lines[-1].endswith(b"\n"):
         lines[-1] += b"\n"
+    return module, lines
+
+
+def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, str]]] | None:
+    """The module with canaries, and (canary, original) node names; None if it has none."""
+    parsed = _parsed_lines(text)
+    if parsed is None:
+        return None
+    module, lines = parsed
     taken = {n.name for n in ast.walk(module) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     insertions: list[tuple[int, str]] = []
     pairs: list[tuple[str, str]] = []
@@ -472,13 +482,10 @@ def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, s
 def _swap_module(text: str, rng: random.Random) -> str | None:
     """The module with every test that can carry a canary replaced, in place and under its
     own name, by its canary; None if none can."""
-    try:
-        module = parse_module(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    parsed = _parsed_lines(text)
+    if parsed is None:
         return None
-    lines = text.encode("utf-8").splitlines(keepends=True)
-    if lines and not lines[-1].endswith(b"\n"):
-        lines[-1] += b"\n"
+    module, lines = parsed
     swaps = []
     for test in _tests(module, rng):
         first, last, copy = _copy(lines, test, test.node.name, rng)
