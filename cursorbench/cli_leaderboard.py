@@ -119,8 +119,7 @@ def runs_list(
     try:
         with store.engine.connect() as conn:
             _known_filters(queries.filter_choices(conn), filters)
-            rows = queries.leaderboard(conn, filters)
-            unranked = queries.unconfined_runs(conn, filters)
+            rows, unranked = queries.standings(conn, filters)
             more = summaries.extras(conn, [row.run_id for row in [*rows, *unranked]])
     finally:
         store.close()

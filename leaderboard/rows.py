@@ -151,7 +151,18 @@ def run_values(run: RunInfo) -> dict[str, Any]:
         "out_dir": run.out_dir,
         "epochs": epochs if isinstance(epochs, int) else None,
         "status": "running",
+        "planned": planned_attempts(run.config),
     }
+
+
+def planned_attempts(config: Any) -> int | None:
+    """Tasks x epochs of a run's config; None when it does not say."""
+    if not isinstance(config, dict):
+        return None
+    tasks, epochs = config.get("tasks"), config.get("epochs")
+    if not isinstance(tasks, dict | list) or not isinstance(epochs, int):
+        return None
+    return len(tasks) * epochs
 
 
 def run_info(row: RunRow) -> RunInfo:

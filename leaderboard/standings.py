@@ -75,15 +75,25 @@ class Filters(BaseModel):
 def leaderboard(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
     """One row per confined run matching the filters, best score first, ranked within suite
     versions. Unconfined runs are never among them (`unconfined_runs`)."""
-    rows = [row for row in _rows(conn, filters or Filters()) if row.confined]
-    _rank(rows)
-    return sorted(rows, key=lambda row: (row.suite, row.version, row.rank, -row.score))
+    return standings(conn, filters)[0]
 
 
 def unconfined_runs(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
     """The runs matching the filters that ran unconfined: unranked (rank 0), best first."""
-    rows = [row for row in _rows(conn, filters or Filters()) if not row.confined]
-    return sorted(rows, key=lambda row: (row.suite, row.version, -row.score))
+    return standings(conn, filters)[1]
+
+
+def standings(
+    conn: Connection, filters: Filters | None = None
+) -> tuple[list[LeaderRow], list[LeaderRow]]:
+    """`leaderboard` and `unconfined_runs` from one read of the runs (a page showing both)."""
+    every = _rows(conn, filters or Filters())
+    ranked = [row for row in every if row.confined]
+    _rank(ranked)
+    ranked.sort(key=lambda row: (row.suite, row.version, row.rank, -row.score))
+    unranked = [row for row in every if not row.confined]
+    unranked.sort(key=lambda row: (row.suite, row.version, -row.score))
+    return ranked, unranked
 
 
 def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
@@ -119,7 +129,7 @@ def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
     runs = conn.execute(query).all()
     ids = [run.id for run in runs]
     figures = run_figures(conn, ids)
-    scores = _scores(conn, ids, filters)
+    scores = _scores(conn, ids, filters, figures)
     first_of_config: dict[str, str] = {}
     rows = []
     for run in runs:
@@ -168,10 +178,9 @@ def run_figures(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _scores(
-    conn: Connection, ids: list[str], filters: Filters
+    conn: Connection, ids: list[str], filters: Filters, figures: dict[str, dict[str, Any]]
 ) -> dict[str, tuple[float, float, float]]:
     if filters.category is None and filters.eval in (None, "resolved"):
-        figures = run_figures(conn, ids)
         return {
             run_id: (fig["resolved_rate"], fig["rate_low"], fig["rate_high"])
             for run_id, fig in figures.items()
@@ -227,8 +236,13 @@ def filter_choices(conn: Connection) -> dict[str, list[str]]:
     }
 
 
-def run_row(conn: Connection, run_id: str) -> Any:
-    run = conn.execute(select(RunRow).where(RunRow.id == run_id)).one_or_none()
+LARGE = ("config", "summary")  # a run's task list and the runner's summary: tens of kB of JSON
+
+
+def run_row(conn: Connection, run_id: str, full: bool = False) -> Any:
+    """The run's `runs` row; without `full`, every column but `config` and `summary`."""
+    columns = [c for c in RunRow.__table__.c if full or c.name not in LARGE]
+    run = conn.execute(select(*columns).where(RunRow.id == run_id)).one_or_none()
     if run is None:
         raise QueryError(f"no run {run_id!r} in the store")
     return run

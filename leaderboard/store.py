@@ -60,6 +60,10 @@ from leaderboard.schema import AttemptRow, CheckpointRow, RunRow, TaskRow
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another one before giving up
 CONNECT_TIMEOUT_S = 10  # how long to wait for a PostgreSQL server before giving up
+# SQLite's page cache per connection, at most (KiB; its default is 2 MiB): a dashboard over a
+# store of a million attempts re-reads the runs table (each row holds its config's task list)
+# and the pages of the runs it shows on every request, which 2 MiB cannot hold
+SQLITE_CACHE_KIB = 64 * 1024
 MAX_REASON_CHARS = 300
 
 
@@ -433,6 +437,7 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     finally:
         cursor.close()
 
