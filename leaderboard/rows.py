@@ -12,6 +12,7 @@ Not covered here: transactions and error messages (`leaderboard.store`).
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -148,11 +149,18 @@ def run_values(run: RunInfo) -> dict[str, Any]:
         "config": as_json["config"],
         "sandbox": run.sandbox,
         "warnings": as_json["warnings"],
-        "out_dir": run.out_dir,
+        "out_dir": absolute_folder(run.out_dir),
         "epochs": epochs if isinstance(epochs, int) else None,
         "status": "running",
         "planned": planned_attempts(run.config),
     }
+
+
+def absolute_folder(folder: str | None) -> str | None:
+    """A run folder as a path that does not depend on the working directory: a relative one
+    (`--out runs/x`, the default) is taken from the writer's, so the run's trajectories and
+    diffs are found wherever the database is read."""
+    return os.path.abspath(os.path.expanduser(folder)) if folder else None
 
 
 def planned_attempts(config: Any) -> int | None:

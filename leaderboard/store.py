@@ -173,7 +173,8 @@ class SqlStore:
                 self._start_run_once(run)
             except IntegrityError:  # another writer inserted it between our select and insert
                 self._start_run_once(run)
-        self._folders[run.id] = Path(run.out_dir) if run.out_dir else None
+        folder = rows.absolute_folder(run.out_dir)
+        self._folders[run.id] = Path(folder) if folder else None
 
     def record(self, run_id: str, result: AttemptResult) -> None:
         """Write the attempt's fact row, its metrics and trajectory reference, once."""

@@ -195,6 +195,41 @@ def test_import_export_and_a_repeated_run_folder(
     one_line_error(cli("runs", "import", str(tmp_path / "nowhere"), "--db", other), "nowhere")
 
 
+@pytest.mark.slow
+def test_a_run_made_in_a_relative_folder_is_read_from_anywhere(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urllib.request
+
+    from leaderboard.dashboard import Served
+
+    for name in ("here", "elsewhere"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    made = cli("run", "--tasks", "textkit-slugify", "--out", "relative", "--db", db_url)
+    assert made.returncode == 0, made.stderr
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the folder was stored as runs/..., not found
+
+    [row] = json.loads(cli("runs", "list", "--db", db_url, "--json").stdout)
+    shown = json.loads(cli("runs", "show", row["run_id"], "--db", db_url, "--json").stdout)
+    assert shown["out_dir"] == str(tmp_path / "here" / "relative")
+    predictions = tmp_path / "preds.jsonl"
+    done = cli("runs", "export", row["run_id"], "--format", "swebench", "--out",
+               str(predictions), "--db", db_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [prediction] = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert prediction["model_patch"].startswith("diff --git")
+    store = open_store(db_url)
+    try:
+        with Served(store) as served:
+            url = f"{served.url}/runs/{row['run_id']}/attempts/textkit-slugify/0"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                page = response.read().decode()
+    finally:
+        store.close()
+    assert "<span class='add'>" in page and "(no diff kept)" not in page
+
+
 READ_ONLY = (
     ("runs", "show", "abc"),
     ("runs", "compare", "a", "b"),
