@@ -62,6 +62,38 @@ def insert_ignoring(conn: Connection, table: Table, rows: Sequence[dict[str, Any
         raise NotImplementedError(f"insert-only writes are not implemented for {dialect}")
 
 
+def fill_blobs(conn: Connection, trajectories: Sequence[dict[str, Any]]) -> None:
+    """Store the bytes of trajectories already recorded by path alone (an import without
+    `--with-trajectories`, then one with it); a row whose sha256 differs is left as it is."""
+    if not trajectories:
+        return
+    table = TRAJECTORIES_TABLE
+    statement = (
+        table.update()
+        .where(
+            table.c.run_id == bindparam("b_run"),
+            table.c.task_id == bindparam("b_task"),
+            table.c.epoch == bindparam("b_epoch"),
+            table.c.sha256 == bindparam("b_sha"),
+            table.c.blob.is_(None),
+        )
+        .values(blob=bindparam("b_blob"))
+    )
+    conn.execute(
+        statement,
+        [
+            {
+                "b_run": row["run_id"],
+                "b_task": row["task_id"],
+                "b_epoch": row["epoch"],
+                "b_sha": row["sha256"],
+                "b_blob": row["blob"],
+            }
+            for row in trajectories
+        ],
+    )
+
+
 def _get_or_create(conn: Connection, table: Table, key: dict[str, Any]) -> Any:
     where = [table.c[name] == value for name, value in key.items()]
     found = conn.execute(select(table.c.id).where(*where)).scalar_one_or_none()

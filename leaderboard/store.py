@@ -185,7 +185,8 @@ class SqlStore:
     ) -> None:
         """`record` for many attempts in one transaction (imports, bulk loads), written in
         large batches by `leaderboard.bulk` (COPY on PostgreSQL), insert-only like `record`;
-        with `keep_trajectories` the trajectory files' bytes are stored too."""
+        with `keep_trajectories` the trajectory files' bytes are stored too, also for attempts
+        recorded before without them (the same file: its sha256 must match)."""
         folder = self._folder(run_id)
         attempts = list(results)
         metrics, scores, trajectories = [], [], []
@@ -205,6 +206,8 @@ class SqlStore:
             rows.insert_ignoring(conn, rows.METRICS_TABLE, metrics)
             rows.insert_ignoring(conn, rows.SCORES_TABLE, scores)
             rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
+            if keep_trajectories:
+                rows.fill_blobs(conn, [row for row in trajectories if row["blob"] is not None])
 
     def finish_run(self, run_id: str, summary: RunSummary) -> None:
         status = "complete" if summary.complete else "partial"
