@@ -333,6 +333,24 @@ def test_a_partial_candidate_is_refused_by_the_gate(db_url: str, fill: Any) -> N
     assert "min_coverage" in done.stderr
 
 
+def test_the_gate_does_not_pass_a_run_against_itself_or_two_that_solve_nothing(
+    db_url: str, fill: Any
+) -> None:
+    store = open_store(db_url)
+    fill(store, "base", BASE)
+    nothing = {f"t{i}": [False] for i in range(13)}  # 13 tied pairs: once read as [0, 0]
+    fill(store, "zero-a", nothing, model="ckpt-100")
+    fill(store, "zero-b", nothing, model="ckpt-200")
+    store.close()
+
+    itself = cli("gate", "--candidate", "base", "--baseline", "base", "--db", db_url)
+    assert itself.returncode == 1 and "⚠️ inconclusive" in itself.stdout, itself.stdout
+    assert "same run" in itself.stdout
+    zeros = cli("gate", "--candidate", "zero-b", "--baseline", "zero-a", "--db", db_url)
+    assert zeros.returncode == 1 and "⚠️ inconclusive" in zeros.stdout, zeros.stdout
+    assert "ckpt-100" in zeros.stdout and "ckpt-200" in zeros.stdout  # both models named
+
+
 def test_tests_passed_counts_attempts_that_never_reached_grading(
     db_url: str, fill: Any, tmp_path: Path
 ) -> None:
