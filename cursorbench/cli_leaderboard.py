@@ -119,8 +119,7 @@ def runs_list(
     try:
         with store.engine.connect() as conn:
             _known_filters(queries.filter_choices(conn), filters)
-            rows = queries.leaderboard(conn, filters)
-            unranked = queries.unconfined_runs(conn, filters)
+            rows, unranked = queries.standings(conn, filters)
             more = summaries.extras(conn, [row.run_id for row in [*rows, *unranked]])
     finally:
         store.close()
@@ -462,21 +461,28 @@ def bundled_test_lists() -> Any:
     """(suite version, task id) -> the task's (fail_to_pass, pass_to_pass) from the bundled
     suites, loaded on first use; None for a task they do not hold (or hold at another suite
     version), which the dashboard then shows unclassified."""
+    import threading
+
     found: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
     loaded: list[bool] = []
+    loading = threading.Lock()  # the dashboard warms it in a thread while serving
 
     def lookup(suite_version: str, task_id: str) -> tuple[list[str], list[str]] | None:
-        if not loaded:
-            from cursorbench.loader import bundled_suites, load_tasks_reporting
-
-            tasks, _problems = load_tasks_reporting(list(bundled_suites().values()))
-            for task in tasks:
-                check = task.verification
-                fail_to_pass = list(getattr(check, "fail_to_pass", None) or [])
-                pass_to_pass = list(getattr(check, "pass_to_pass", None) or [])
-                if fail_to_pass or pass_to_pass:
-                    found[(task.suite_version, task.id)] = (fail_to_pass, pass_to_pass)
-            loaded.append(True)
+        with loading:
+            if not loaded:
+                _load()
         return found.get((suite_version, task_id))
+
+    def _load() -> None:
+        from cursorbench.loader import bundled_suites, load_tasks_reporting
+
+        tasks, _problems = load_tasks_reporting(list(bundled_suites().values()))
+        for task in tasks:
+            check = task.verification
+            fail_to_pass = list(getattr(check, "fail_to_pass", None) or [])
+            pass_to_pass = list(getattr(check, "pass_to_pass", None) or [])
+            if fail_to_pass or pass_to_pass:
+                found[(task.suite_version, task.id)] = (fail_to_pass, pass_to_pass)
+        loaded.append(True)
 
     return lookup

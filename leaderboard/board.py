@@ -31,8 +31,7 @@ from sqlalchemy import Connection, select
 from harness.pricing import price_unknown
 from leaderboard import stats, summaries
 from leaderboard.schema import RunRow
-from leaderboard.standings import Filters, LeaderRow, run_figures, unconfined_runs
-from leaderboard.standings import leaderboard as run_rows
+from leaderboard.standings import Filters, LeaderRow, run_figures, standings
 
 Pick = Literal["latest", "best"]
 
@@ -77,7 +76,8 @@ def model_board(
 ) -> list[SuiteBoard]:
     """A board per suite version: a row per model, ranked rows first (see module docstring)."""
     filters = filters or Filters()
-    every = [*run_rows(conn, filters), *unconfined_runs(conn, filters)]
+    ranked_runs, unconfined = standings(conn, filters)
+    every = [*ranked_runs, *unconfined]
     groups: dict[tuple[str, str], dict[str, list[LeaderRow]]] = {}
     for row in every:
         groups.setdefault((row.suite, row.version), {}).setdefault(row.model, []).append(row)
@@ -130,15 +130,10 @@ def _choose(runs: list[LeaderRow], pick: Pick) -> tuple[LeaderRow, str | None]:
 def _plans(conn: Connection, ids: list[str]) -> dict[str, tuple[int | None, int, bool]]:
     """Per run: planned attempts (None if its config does not say), epochs, cost known."""
     found = {}
-    query = select(RunRow.id, RunRow.config, RunRow.epochs, RunRow.warnings)
+    query = select(RunRow.id, RunRow.planned, RunRow.epochs, RunRow.warnings)
     for run in conn.execute(query.where(RunRow.id.in_(ids))):
-        config = run.config if isinstance(run.config, dict) else {}
-        tasks, epochs = config.get("tasks"), config.get("epochs", run.epochs)
-        planned = None
-        if isinstance(tasks, dict | list) and isinstance(epochs, int):
-            planned = len(tasks) * epochs
         known = not price_unknown(run.warnings or [])
-        found[run.id] = (planned, int(epochs or 1), known)
+        found[run.id] = (run.planned, int(run.epochs or 1), known)
     return found
 
 

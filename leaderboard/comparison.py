@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, and_, select
+from sqlalchemy import Connection, Float, and_, case, cast, func, select
 
 from leaderboard import stats
 from leaderboard.schema import AttemptRow
@@ -54,8 +54,10 @@ class Comparison(BaseModel):
 def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Comparison:
     """Second minus first on their shared attempts.
 
-    One query fetches the shared attempts' few columns, paired by a join; per-task means and
-    the four paired bootstraps (which share their resamples) are computed with numpy."""
+    One query pairs the shared attempts (a join on task and epoch) and adds them up per task
+    in the database: each task's shared epochs and, for each run, its resolved attempts, its
+    shares of tests passed, cost and latency. Per-task means and the paired statistics are
+    computed from those sums with numpy (the cost and latency bootstraps share resamples)."""
     import numpy as np  # here, not at the top: the store's writers need no numpy
 
     one_run, two_run = run_row(conn, first), run_row(conn, second)
@@ -64,42 +66,30 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
             f"runs are on different suite versions ({one_run.suite_version} vs "
             f"{two_run.suite_version}); scores compare only within a version"
         )
-    pairs = sorted(conn.execute(_shared_attempts(first, second)).all(), key=lambda r: r[:2])
-    tasks = [row[0] for row in pairs]
-    starts = [i for i, task in enumerate(tasks) if i == 0 or task != tasks[i - 1]]
-    per_task = [tasks[i] for i in starts]
-    columns = np.array([row[2:] for row in pairs], dtype=float).reshape(len(pairs), 10)
-    columns = np.nan_to_num(columns)  # a NULL test count reads as 0, as before
-    sizes = np.diff(np.append(starts, len(pairs)))
-
-    def task_means(values: Any) -> Any:
-        return np.add.reduceat(values, starts) / sizes if starts else np.zeros(0)
-
-    def tests_share(passed: Any, total: Any) -> Any:
-        return np.divide(passed, total, out=np.zeros_like(passed), where=total > 0)
-
-    measures = {
-        "resolved": (columns[:, 0], columns[:, 1]),
-        "tests_passed": (
-            tests_share(columns[:, 2], columns[:, 4]),
-            tests_share(columns[:, 3], columns[:, 5]),
-        ),
-        "cost_usd": (columns[:, 6], columns[:, 7]),
-        "latency_s": (columns[:, 8], columns[:, 9]),
+    # by task id as Python orders it (a server's collation may order ids otherwise)
+    found = sorted(conn.execute(_per_task_sums(first, second)).all(), key=lambda row: row[0])
+    per_task = [row[0] for row in found]
+    sums = np.array([row[1:] for row in found], dtype=float).reshape(len(found), 9)
+    sums = np.nan_to_num(sums)  # SUM over no value is NULL: nothing to add
+    sizes = sums[:, 0]
+    means = sums[:, 1:] / sizes[:, None] if len(found) else np.zeros((0, 8))
+    measures: dict[str, tuple[Any, Any]] = {
+        name: (means[:, 2 * i], means[:, 2 * i + 1])
+        for i, name in enumerate(("resolved", "tests_passed", "cost_usd", "latency_s"))
     }
-    means = {name: (task_means(one), task_means(two)) for name, (one, two) in measures.items()}
     paired = stats.paired_bootstraps(
-        {name: means[name] for name in ("cost_usd", "latency_s")}, seed=seed
+        {name: measures[name] for name in ("cost_usd", "latency_s")}, seed=seed
     )
+    epochs = [int(size) for size in sizes]
     for name in BOUNDED:
-        paired[name] = stats.paired_rate_difference(*means[name], epochs=sizes.tolist())
-    one_rate, two_rate = means["resolved"]
-    scale = math.lcm(*(int(size) for size in sizes)) if len(sizes) else 1
-    p_value = stats.sign_flip_p(list(two_rate - one_rate), seed=seed, scale=scale)
+        paired[name] = stats.paired_rate_difference(*measures[name], epochs=epochs)
+    one_rate, two_rate = measures["resolved"]
+    scale = math.lcm(*epochs) if epochs else 1
+    p_value = stats.sign_flip_p((two_rate - one_rate).tolist(), seed=seed, scale=scale)
+    differ = np.flatnonzero(one_rate != two_rate)
     flips = [
-        Flip(task_id=task, first=float(one), second=float(two))
-        for task, one, two in zip(per_task, one_rate, two_rate, strict=True)
-        if one != two
+        Flip(task_id=per_task[i], first=float(one_rate[i]), second=float(two_rate[i]))
+        for i in differ.tolist()
     ]
     gained = [flip for flip in flips if flip.second > flip.first]
     lost = [flip for flip in flips if flip.second < flip.first]
@@ -109,13 +99,13 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
         first_model=one_run.model,
         second_model=two_run.model,
         suite_version=one_run.suite_version,
-        shared_attempts=len(pairs),
+        shared_attempts=sum(epochs),
         shared_tasks=len(per_task),
         first_only=len(lost),
         second_only=len(gained),
         mcnemar_p=p_value,
-        first_rate=_rate(columns[:, 0], starts, sizes),
-        second_rate=_rate(columns[:, 1], starts, sizes),
+        first_rate=stats.clustered_totals(sums[:, 1].tolist(), epochs),
+        second_rate=stats.clustered_totals(sums[:, 2].tolist(), epochs),
         resolved=paired["resolved"],
         tests_passed=paired["tests_passed"],
         cost_usd=paired["cost_usd"],
@@ -125,24 +115,30 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
     )
 
 
-def _rate(resolved: Any, starts: list[int], sizes: Any) -> stats.Interval:
-    """A run's resolved rate over the attempts, clustered by task."""
-    import numpy as np
-
-    sums = np.add.reduceat(resolved, starts) if starts else np.zeros(0)
-    return stats.clustered_totals(sums.tolist(), [int(size) for size in sizes])
-
-
-def _shared_attempts(first: str, second: str) -> Any:
-    """(task, epoch, then first's and second's resolved, tests passed, tests total, cost,
-    latency, interleaved) for each attempt key both runs have."""
+def _per_task_sums(first: str, second: str) -> Any:
+    """Per task both runs attempted: the shared epochs, then first's and
+    second's sums over them of resolved, share of tests passed (0 without tests), cost and
+    latency, interleaved."""
     one, two = A.alias("one"), A.alias("two")
-    fields = ("resolved", "tests_passed", "tests_total", "cost_usd", "model_latency_s")
+
+    def resolved(side: Any) -> Any:
+        return case((side.c.resolved, 1), else_=0)
+
+    def tests_share(side: Any) -> Any:
+        passed = cast(func.coalesce(side.c.tests_passed, 0), Float)
+        return case((side.c.tests_total > 0, passed / side.c.tests_total), else_=0.0)
+
+    parts = [
+        (resolved(one), resolved(two)),
+        (tests_share(one), tests_share(two)),
+        (one.c.cost_usd, two.c.cost_usd),
+        (one.c.model_latency_s, two.c.model_latency_s),
+    ]
     return (
         select(
             one.c.task_id,
-            one.c.epoch,
-            *[column for name in fields for column in (one.c[name], two.c[name])],
+            func.count(),
+            *[func.sum(column) for pair in parts for column in pair],
         )
         .join(
             two,
@@ -153,4 +149,5 @@ def _shared_attempts(first: str, second: str) -> Any:
             ),
         )
         .where(one.c.run_id == first)
+        .group_by(one.c.task_id)
     )

@@ -117,7 +117,20 @@ def serve(url: str, host: str, port: int, test_lists: TestLists | None = None) -
 
     store = open_store(url)
     print(f"dashboard for {store.url} at http://{host}:{port}/ (Ctrl-C stops it)", flush=True)
+    threading.Thread(target=_warm, args=(test_lists,), daemon=True).start()
     try:
         uvicorn.run(create_app(store, test_lists), host=host, port=port, log_level="warning")
     finally:
         store.close()
+
+
+def _warm(test_lists: TestLists | None) -> None:
+    """What the first requests would otherwise wait for, loaded while the server starts: the
+    task definitions behind `test_lists` (every bundled suite: seconds) and numpy (/compare)."""
+    try:
+        import numpy  # noqa: F401
+
+        if test_lists is not None:
+            test_lists("", "")
+    except Exception:  # the page that needs it reports the problem, as before
+        return

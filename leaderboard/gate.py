@@ -9,12 +9,13 @@ Otherwise, or for an unknown run, `GateError` (exit 2).
 Checks, each `pass`, `fail` or `inconclusive` (`GateRules`, from YAML or JSON):
 
 - `max_regression`: the unit is the task (each task's epochs averaged first). The paired 95%
-  interval of (candidate - baseline) resolved rate, a bootstrap over tasks, decides: its high
+  interval of (candidate - baseline) resolved rate over tasks (`stats.paired_rate_difference`,
+  a MOVER interval) decides: its high
   end below `-max_regression` is a regression beyond what is allowed (fail); its low end at or
   above it means the candidate is no worse than allowed (pass); otherwise the difference is
   too noisy to call (inconclusive), and the Markdown says about how many tasks would decide.
   When no task differs the interval is not [0, 0] but the bound that many tied tasks allow
-  (`stats.no_difference_bound`: about 3.7/n), so a handful of ties, or two runs that both
+  (about 3.84/n for n tied tasks), so a handful of ties, or two runs that both
   solve nothing on few tasks, are inconclusive. A run gated against itself is inconclusive.
   The exact paired sign-flip p over tasks (exact McNemar with one epoch) is reported;
 - `min_resolved_rate`: the candidate's resolved rate (over all its attempts) must reach it;

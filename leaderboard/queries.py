@@ -40,6 +40,7 @@ from leaderboard.standings import (
     QueryError,
     filter_choices,
     leaderboard,
+    standings,
     unconfined_runs,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "resolve_run",
     "run_detail",
     "short_ids",
+    "standings",
     "training_checkpoints",
     "unconfined_runs",
 ]

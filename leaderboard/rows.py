@@ -12,6 +12,7 @@ Not covered here: transactions and error messages (`leaderboard.store`).
 from __future__ import annotations
 
 import hashlib
+import os
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -59,6 +60,38 @@ def insert_ignoring(conn: Connection, table: Table, rows: Sequence[dict[str, Any
         conn.execute(postgresql_insert(table).on_conflict_do_nothing(), list(rows))
     else:  # pragma: no cover - only SQLite and PostgreSQL are supported
         raise NotImplementedError(f"insert-only writes are not implemented for {dialect}")
+
+
+def fill_blobs(conn: Connection, trajectories: Sequence[dict[str, Any]]) -> None:
+    """Store the bytes of trajectories already recorded by path alone (an import without
+    `--with-trajectories`, then one with it); a row whose sha256 differs is left as it is."""
+    if not trajectories:
+        return
+    table = TRAJECTORIES_TABLE
+    statement = (
+        table.update()
+        .where(
+            table.c.run_id == bindparam("b_run"),
+            table.c.task_id == bindparam("b_task"),
+            table.c.epoch == bindparam("b_epoch"),
+            table.c.sha256 == bindparam("b_sha"),
+            table.c.blob.is_(None),
+        )
+        .values(blob=bindparam("b_blob"))
+    )
+    conn.execute(
+        statement,
+        [
+            {
+                "b_run": row["run_id"],
+                "b_task": row["task_id"],
+                "b_epoch": row["epoch"],
+                "b_sha": row["sha256"],
+                "b_blob": row["blob"],
+            }
+            for row in trajectories
+        ],
+    )
 
 
 def _get_or_create(conn: Connection, table: Table, key: dict[str, Any]) -> Any:
@@ -148,10 +181,28 @@ def run_values(run: RunInfo) -> dict[str, Any]:
         "config": as_json["config"],
         "sandbox": run.sandbox,
         "warnings": as_json["warnings"],
-        "out_dir": run.out_dir,
+        "out_dir": absolute_folder(run.out_dir),
         "epochs": epochs if isinstance(epochs, int) else None,
         "status": "running",
+        "planned": planned_attempts(run.config),
     }
+
+
+def absolute_folder(folder: str | None) -> str | None:
+    """A run folder as a path that does not depend on the working directory: a relative one
+    (`--out runs/x`, the default) is taken from the writer's, so the run's trajectories and
+    diffs are found wherever the database is read."""
+    return os.path.abspath(os.path.expanduser(folder)) if folder else None
+
+
+def planned_attempts(config: Any) -> int | None:
+    """Tasks x epochs of a run's config; None when it does not say."""
+    if not isinstance(config, dict):
+        return None
+    tasks, epochs = config.get("tasks"), config.get("epochs")
+    if not isinstance(tasks, dict | list) or not isinstance(epochs, int):
+        return None
+    return len(tasks) * epochs
 
 
 def run_info(row: RunRow) -> RunInfo:

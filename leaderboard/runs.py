@@ -70,7 +70,7 @@ class RunDetail(BaseModel):
 
 def run_detail(conn: Connection, run_id: str, with_attempts: bool = True) -> RunDetail:
     """The run; `with_attempts=False` leaves `attempts` empty (page them: `attempt_page`)."""
-    run = run_row(conn, run_id)
+    run = run_row(conn, run_id, full=True)
     figures = run_figures(conn, [run_id]).get(run_id, {})
     if run_id in summarised(conn, [run_id]):
         found = conn.execute(select(RunBreakdownRow).where(RunBreakdownRow.run_id == run_id))

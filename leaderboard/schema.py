@@ -174,6 +174,9 @@ class RunRow(Base):
     git_sha: Mapped[str | None] = mapped_column(String(64))
     epochs: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16), default="running", server_default="running")
+    # attempts planned: the config's tasks x epochs (None when it does not say); kept apart
+    # from `config` so lists read one integer per run, not every run's task list (0004)
+    planned: Mapped[int | None] = mapped_column(Integer)
 
 
 class AttemptRow(Base):

@@ -84,16 +84,26 @@ def leaderboard(conn: Connection, filters: Filters | None = None) -> list[Leader
     """One row per rankable run matching the filters, best score first, ranked within suite
     versions. Unconfined runs and runs with verdicts that are not tamper-evident are never
     among them (`unconfined_runs`)."""
-    rows = [row for row in _rows(conn, filters or Filters()) if row.rankable]
-    _rank(rows)
-    return sorted(rows, key=lambda row: (row.suite, row.version, row.rank, -row.score))
+    return standings(conn, filters)[0]
 
 
 def unconfined_runs(conn: Connection, filters: Filters | None = None) -> list[LeaderRow]:
     """The runs matching the filters that ran unconfined or whose verdicts are not
     tamper-evident: unranked (rank 0), best first."""
-    rows = [row for row in _rows(conn, filters or Filters()) if not row.rankable]
-    return sorted(rows, key=lambda row: (row.suite, row.version, -row.score))
+    return standings(conn, filters)[1]
+
+
+def standings(
+    conn: Connection, filters: Filters | None = None
+) -> tuple[list[LeaderRow], list[LeaderRow]]:
+    """`leaderboard` and `unconfined_runs` from one read of the runs (a page showing both)."""
+    every = _rows(conn, filters or Filters())
+    ranked = [row for row in every if row.rankable]
+    _rank(ranked)
+    ranked.sort(key=lambda row: (row.suite, row.version, row.rank, -row.score))
+    unranked = [row for row in every if not row.rankable]
+    unranked.sort(key=lambda row: (row.suite, row.version, -row.score))
+    return ranked, unranked
 
 
 def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
@@ -130,7 +140,7 @@ def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
     runs = conn.execute(query).all()
     ids = [run.id for run in runs]
     figures = run_figures(conn, ids)
-    scores = _scores(conn, ids, filters)
+    scores = _scores(conn, ids, filters, figures)
     first_of_config: dict[str, str] = {}
     rows = []
     for run in runs:
@@ -180,10 +190,9 @@ def run_figures(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _scores(
-    conn: Connection, ids: list[str], filters: Filters
+    conn: Connection, ids: list[str], filters: Filters, figures: dict[str, dict[str, Any]]
 ) -> dict[str, tuple[float, float, float]]:
     if filters.category is None and filters.eval in (None, "resolved"):
-        figures = run_figures(conn, ids)
         return {
             run_id: (fig["resolved_rate"], fig["rate_low"], fig["rate_high"])
             for run_id, fig in figures.items()
@@ -239,8 +248,13 @@ def filter_choices(conn: Connection) -> dict[str, list[str]]:
     }
 
 
-def run_row(conn: Connection, run_id: str) -> Any:
-    run = conn.execute(select(RunRow).where(RunRow.id == run_id)).one_or_none()
+LARGE = ("config", "summary")  # a run's task list and the runner's summary: tens of kB of JSON
+
+
+def run_row(conn: Connection, run_id: str, full: bool = False) -> Any:
+    """The run's `runs` row; without `full`, every column but `config` and `summary`."""
+    columns = [c for c in RunRow.__table__.c if full or c.name not in LARGE]
+    run = conn.execute(select(*columns).where(RunRow.id == run_id)).one_or_none()
     if run is None:
         raise QueryError(f"no run {run_id!r} in the store")
     return run

@@ -170,6 +170,8 @@ def bootstrap_interval(
 
 
 RESAMPLE_CHUNK = 1 << 15  # resample x item cells drawn at a time: small enough to stay in cache
+COUNTS_KEPT = 4  # resample count tables kept (by items, resamples, seed)
+COUNTS_KEPT_CELLS = 1 << 25  # the largest table kept: 32 MiB of uint8 (2,000 x 16,000 items)
 
 
 def resample_means(columns: np.ndarray, resamples: int, seed: int) -> np.ndarray:
@@ -179,25 +181,65 @@ def resample_means(columns: np.ndarray, resamples: int, seed: int) -> np.ndarray
     The resamples are exactly those `random.Random(seed).choices(items, k=n)` would draw, one
     after another (Python's Mersenne Twister state is handed to numpy's, whose `random_sample`
     is the same 53-bit draw, and `choices` takes `floor(random() * n)`), so results equal the
-    pure-Python bootstrap's up to floating-point summation order; columns share the draws."""
+    pure-Python bootstrap's up to floating-point summation order; columns share the draws.
+
+    Which items a resample draws depends only on (n, resamples, seed), not on the values, so
+    the table of how often each resample drew each item (`resample_counts`) is kept for the
+    last few such triples: a dashboard comparing many pairs of runs over the same tasks, or a
+    gate run again, draws them once; each mean is then a row of that table times the values."""
     import numpy as np
 
     n = columns.shape[0]
+    counts = resample_counts(n, resamples, seed)
+    means = np.empty((resamples, columns.shape[1]))
+    per_chunk = max(1, RESAMPLE_CHUNK // n)
+    for start in range(0, resamples, per_chunk):
+        block = counts[start : start + per_chunk].astype(np.float64)
+        means[start : start + len(block)] = block @ columns / n
+    return means
+
+
+def resample_counts(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples x n): how many times each bootstrap resample drew each of n items, drawn as
+    `resample_means` says; read-only, as it may be shared."""
+    key = (n, resamples, seed)
+    found = _COUNTS.get(key)
+    if found is not None:
+        _COUNTS[key] = _COUNTS.pop(key)  # most recently used last
+        return found
+    counts = _draw_counts(n, resamples, seed)
+    if counts.size <= COUNTS_KEPT_CELLS:
+        _COUNTS[key] = counts
+        while len(_COUNTS) > COUNTS_KEPT:
+            _COUNTS.pop(next(iter(_COUNTS)))
+    return counts
+
+
+_COUNTS: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _draw_counts(n: int, resamples: int, seed: int) -> np.ndarray:
+    import numpy as np
+
     state = random.Random(seed).getstate()[1]
     generator = np.random.RandomState()
     # (name, key, position, has_gauss, cached_gaussian): no Gaussian is cached, as in a fresh state
     generator.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624], 0, 0.0))
-    means = np.empty((resamples, columns.shape[1]))
     per_chunk = max(1, RESAMPLE_CHUNK // n)
+    offsets = np.repeat(np.arange(per_chunk, dtype=np.int64) * n, n)  # a bin range per resample
+    counts: np.ndarray = np.empty((resamples, n), dtype=np.uint8)  # a count is at most n
     for start in range(0, resamples, per_chunk):
         rows = min(per_chunk, resamples - start)
         draws = generator.random_sample(rows * n)
         draws *= n
         picks = draws.astype(np.int64)  # floor: draws are not negative
-        picks += np.repeat(np.arange(rows, dtype=np.int64) * n, n)  # one bin range per resample
-        counts = np.bincount(picks, minlength=rows * n).reshape(rows, n).astype(np.float64)
-        means[start : start + rows] = counts @ columns / n
-    return means
+        picks += offsets[: rows * n]
+        block = np.bincount(picks, minlength=rows * n).reshape(rows, n)
+        if counts.dtype == np.uint8 and block.max() > 255:  # never seen beyond tiny n; exact
+            counts = counts.astype(np.int64)
+        counts[start : start + rows] = block
+    counts.flags.writeable = False
+    return counts
 
 
 def _percentiles(sorted_values: np.ndarray, level: float) -> tuple[float, float]:

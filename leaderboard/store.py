@@ -62,6 +62,10 @@ from leaderboard.schema import AttemptRow, CheckpointRow, RunRow, TaskRow
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another one before giving up
 CONNECT_TIMEOUT_S = 10  # how long to wait for a PostgreSQL server before giving up
+# SQLite's page cache per connection, at most (KiB; its default is 2 MiB): a dashboard over a
+# store of a million attempts re-reads the runs table (each row holds its config's task list)
+# and the pages of the runs it shows on every request, which 2 MiB cannot hold
+SQLITE_CACHE_KIB = 64 * 1024
 MAX_REASON_CHARS = 300
 
 
@@ -171,7 +175,8 @@ class SqlStore:
                 self._start_run_once(run)
             except IntegrityError:  # another writer inserted it between our select and insert
                 self._start_run_once(run)
-        self._folders[run.id] = Path(run.out_dir) if run.out_dir else None
+        folder = rows.absolute_folder(run.out_dir)
+        self._folders[run.id] = Path(folder) if folder else None
 
     def record(self, run_id: str, result: AttemptResult) -> None:
         """Write the attempt's fact row, its metrics and trajectory reference, once."""
@@ -182,7 +187,8 @@ class SqlStore:
     ) -> None:
         """`record` for many attempts in one transaction (imports, bulk loads), written in
         large batches by `leaderboard.bulk` (COPY on PostgreSQL), insert-only like `record`;
-        with `keep_trajectories` the trajectory files' bytes are stored too."""
+        with `keep_trajectories` the trajectory files' bytes are stored too, also for attempts
+        recorded before without them (the same file: its sha256 must match)."""
         folder = self._folder(run_id)
         attempts = list(results)
         metrics, scores, trajectories = [], [], []
@@ -202,6 +208,8 @@ class SqlStore:
             rows.insert_ignoring(conn, rows.METRICS_TABLE, metrics)
             rows.insert_ignoring(conn, rows.SCORES_TABLE, scores)
             rows.insert_ignoring(conn, rows.TRAJECTORIES_TABLE, trajectories)
+            if keep_trajectories:
+                rows.fill_blobs(conn, [row for row in trajectories if row["blob"] is not None])
 
     def finish_run(self, run_id: str, summary: RunSummary) -> None:
         status = "complete" if summary.complete else "partial"
@@ -435,6 +443,7 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
         _use_wal(cursor)
         cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute(f"PRAGMA cache_size = -{SQLITE_CACHE_KIB}")
     finally:
         cursor.close()
 

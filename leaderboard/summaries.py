@@ -129,31 +129,49 @@ def _pass_at_1(conn: Connection, run_id: str) -> float:
 def extras(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """Per run: `planned` attempts (tasks x epochs of its config; None if it does not say),
     `coverage` (recorded / planned), `cost_known` (False when the model had no price: its
-    cost is unknown, not $0), `cost_per_task` (None when unknown) and `tokens_per_task`."""
+    cost is unknown, not $0), `cost_per_task` (None when unknown) and `tokens_per_task`.
+
+    A finished run's totals come from its summary row, so this reads one row per run; only
+    runs not summarised yet are added up from their attempts."""
     if not run_ids:
         return {}
     runs = conn.execute(
-        select(RunRow.id, RunRow.config, RunRow.warnings).where(RunRow.id.in_(run_ids))
+        select(RunRow.id, RunRow.planned, RunRow.warnings).where(RunRow.id.in_(run_ids))
     ).all()
-    totals = {
+    S = RunSummaryRow
+    totals: dict[str, Any] = {
         row.run_id: row
         for row in conn.execute(
             select(
-                A.c.run_id,
-                func.count().label("attempts"),
-                func.count(func.distinct(A.c.task_id)).label("tasks"),
-                func.sum(A.c.cost_usd).label("cost_usd"),
-                func.sum(A.c.tokens_in + A.c.tokens_out).label("tokens"),
-            )
-            .where(A.c.run_id.in_(run_ids))
-            .group_by(A.c.run_id)
+                S.run_id,
+                S.attempts,
+                S.tasks,
+                S.cost_usd,
+                (S.tokens_in + S.tokens_out).label("tokens"),
+            ).where(S.run_id.in_(run_ids))
         )
     }
+    missing = [run_id for run_id in run_ids if run_id not in totals]
+    if missing:
+        totals |= {
+            row.run_id: row
+            for row in conn.execute(
+                select(
+                    A.c.run_id,
+                    func.count().label("attempts"),
+                    func.count(func.distinct(A.c.task_id)).label("tasks"),
+                    func.sum(A.c.cost_usd).label("cost_usd"),
+                    func.sum(A.c.tokens_in + A.c.tokens_out).label("tokens"),
+                )
+                .where(A.c.run_id.in_(missing))
+                .group_by(A.c.run_id)
+            )
+        }
     found = {}
     for run in runs:
         total = totals.get(run.id)
         attempts, tasks = (int(total.attempts), int(total.tasks)) if total else (0, 0)
-        planned = _planned(run.config)
+        planned = run.planned
         known = not price_unknown(run.warnings or [])
         cost = float(total.cost_usd or 0.0) if total else 0.0
         found[run.id] = {
@@ -164,15 +182,6 @@ def extras(conn: Connection, run_ids: list[str]) -> dict[str, dict[str, Any]]:
             "tokens_per_task": int(total.tokens or 0) / tasks if total and tasks else None,
         }
     return found
-
-
-def _planned(config: Any) -> int | None:
-    if not isinstance(config, dict):
-        return None
-    tasks, epochs = config.get("tasks"), config.get("epochs")
-    if not isinstance(tasks, dict | list) or not isinstance(epochs, int):
-        return None
-    return len(tasks) * epochs
 
 
 SUMMARY_COLUMNS = frozenset(column.name for column in RunSummaryRow.__table__.c)

@@ -104,8 +104,7 @@ class Dashboard:
         order = request.query_params.get("order", "asc")
         paging = paging_of(request, RUNS_PER_PAGE)
         with self.conn() as conn:
-            rows = queries.leaderboard(conn, filters_of(request))
-            unranked = queries.unconfined_runs(conn, filters_of(request))
+            rows, unranked = queries.standings(conn, filters_of(request))
             form = filter_form(conn, request, "/runs")
             short = queries.ShortIds(conn)
         if sort in SORTABLE:
@@ -243,7 +242,8 @@ class Dashboard:
         a, b = request.query_params.get("a"), request.query_params.get("b")
         note = ""
         with self.conn() as conn:
-            choices = [*queries.leaderboard(conn), *queries.unconfined_runs(conn)]
+            ranked, unranked = queries.standings(conn)
+            choices = [*ranked, *unranked]
             short = queries.ShortIds(conn)
             if ticked:
                 if len(ticked) == 2:

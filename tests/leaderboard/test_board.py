@@ -78,7 +78,8 @@ def test_a_partial_run_and_an_unknown_price_are_said_so(db: Any, fill: Any) -> N
         conn.execute(
             update(RunRow)
             .where(RunRow.id == "p-run")
-            .values(config={"epochs": 3, "tasks": dict.fromkeys(OUTCOMES, "d")})
+            # planned: the config's tasks x epochs, which start_run keeps in its own column
+            .values(config={"epochs": 3, "tasks": dict.fromkeys(OUTCOMES, "d")}, planned=36)
         )
     fill(store, "free-run", OUTCOMES, model="unpriced")
     with store.engine.begin() as conn:

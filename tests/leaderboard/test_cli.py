@@ -169,7 +169,8 @@ def test_import_export_and_a_repeated_run_folder(
     assert shown["attempts"][0]["category"] == "new_feature"  # the runner described its tasks
 
     other = f"sqlite:///{tmp_path / 'other.sqlite'}"
-    for _ in range(2):  # idempotent
+    assert cli("runs", "import", str(out), "--db", other).returncode == 0  # paths only
+    for _ in range(2):  # then the bytes, which a second import does not add again
         done = cli("runs", "import", str(out), "--db", other, "--with-trajectories")
         assert done.returncode == 0, done.stderr
     imported = json.loads(cli("runs", "list", "--db", other, "--json").stdout)
@@ -193,6 +194,41 @@ def test_import_export_and_a_repeated_run_folder(
     assert prediction["model_name_or_path"] == "reference-solver"
     assert prediction["model_patch"].startswith("diff --git")
     one_line_error(cli("runs", "import", str(tmp_path / "nowhere"), "--db", other), "nowhere")
+
+
+@pytest.mark.slow
+def test_a_run_made_in_a_relative_folder_is_read_from_anywhere(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urllib.request
+
+    from leaderboard.dashboard import Served
+
+    for name in ("here", "elsewhere"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    made = cli("run", "--tasks", "textkit-slugify", "--out", "relative", "--db", db_url)
+    assert made.returncode == 0, made.stderr
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the folder was stored as runs/..., not found
+
+    [row] = json.loads(cli("runs", "list", "--db", db_url, "--json").stdout)
+    shown = json.loads(cli("runs", "show", row["run_id"], "--db", db_url, "--json").stdout)
+    assert shown["out_dir"] == str(tmp_path / "here" / "relative")
+    predictions = tmp_path / "preds.jsonl"
+    done = cli("runs", "export", row["run_id"], "--format", "swebench", "--out",
+               str(predictions), "--db", db_url)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [prediction] = [json.loads(line) for line in predictions.read_text().splitlines()]
+    assert prediction["model_patch"].startswith("diff --git")
+    store = open_store(db_url)
+    try:
+        with Served(store) as served:
+            url = f"{served.url}/runs/{row['run_id']}/attempts/textkit-slugify/0"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                page = response.read().decode()
+    finally:
+        store.close()
+    assert "<span class='add'>" in page and "(no diff kept)" not in page
 
 
 READ_ONLY = (
@@ -295,6 +331,24 @@ def test_a_partial_candidate_is_refused_by_the_gate(db_url: str, fill: Any) -> N
 
     one_line_error(done, "share 1 of the 18 tasks x epochs")
     assert "min_coverage" in done.stderr
+
+
+def test_the_gate_does_not_pass_a_run_against_itself_or_two_that_solve_nothing(
+    db_url: str, fill: Any
+) -> None:
+    store = open_store(db_url)
+    fill(store, "base", BASE)
+    nothing = {f"t{i}": [False] for i in range(13)}  # 13 tied pairs: once read as [0, 0]
+    fill(store, "zero-a", nothing, model="ckpt-100")
+    fill(store, "zero-b", nothing, model="ckpt-200")
+    store.close()
+
+    itself = cli("gate", "--candidate", "base", "--baseline", "base", "--db", db_url)
+    assert itself.returncode == 1 and "⚠️ inconclusive" in itself.stdout, itself.stdout
+    assert "same run" in itself.stdout
+    zeros = cli("gate", "--candidate", "zero-b", "--baseline", "zero-a", "--db", db_url)
+    assert zeros.returncode == 1 and "⚠️ inconclusive" in zeros.stdout, zeros.stdout
+    assert "ckpt-100" in zeros.stdout and "ckpt-200" in zeros.stdout  # both models named
 
 
 def test_tests_passed_counts_attempts_that_never_reached_grading(

@@ -210,6 +210,7 @@ def test_a_v0_database_is_refused_then_upgraded_without_losing_a_row(db: Any) ->
     assert models[runs["old-run-1"].model_id] == "model-a"
     assert (runs["old-run-1"].status, runs["old-run-2"].status) == ("complete", "running")
     assert runs["old-run-1"].epochs == 2 and suites == [("cursorbench", "0.1")]
+    assert runs["old-run-1"].planned == 4  # 0004: the config's 2 tasks x 2 epochs, filled in
     assert flagged == 4 and attempt.flags == ["frame-inspection: a.py:3"]
     assert (attempt.tests_passed, attempt.tests_total) == (1, 2)
     assert [(row.run_id, row.attempts, row.resolved) for row in summary] == [("old-run-1", 4, 3)]
@@ -220,6 +221,9 @@ def test_a_v0_database_is_refused_then_upgraded_without_losing_a_row(db: Any) ->
         assert len(store.attempts("old-run-1")) == 4
         assert {run.id for run in store.runs()} == {"old-run-1", "old-run-2"}
         store.start_run(RunInfo(**(v0_run("new-run", "model-a", False) | {"config": {}})))
+        with store.engine.connect() as conn:
+            new = conn.execute(select(RunRow.planned).where(RunRow.id == "new-run")).scalar()
+        assert new is None  # a config that names no tasks plans nothing known
     finally:
         store.close()
     engine.dispose()

@@ -116,6 +116,8 @@ def test_the_runs_list_and_a_run_s_attempts_page(site: str) -> None:
     )
     _, run = get(site, "/runs/aaaa2222-two?per=4&page=2")
     assert body_rows(run) == 4 and "rows 5-8 of 20" in run and "20 attempts" in run
+    assert "<b id='run-model'>beta&lt;i&gt;</b>" in run  # the model, not just a UUID
+    assert "<title>Run aaaa2222 · beta&lt;i&gt;" in run
     _, last = get(site, "/runs/aaaa2222-two?per=4&page=5")
     assert body_rows(last) == 4 and "r09" in last and "d00" not in last
     _, failed = get(site, "/runs/aaaa2222-two?failure=tests_failed&per=100")
@@ -167,3 +169,41 @@ def test_breakdown_bars_have_error_bars_and_zero_is_not_missing(site: str) -> No
     assert "<span class='nm'>not measured</span>" in text
     _, paged = get(site, "/breakdown?per=1&page=2")
     assert "rows 2-2 of" in paged
+
+
+def test_a_one_attempt_run_is_not_ranked_and_no_price_is_not_free(
+    tmp_path: Path, fill: Any
+) -> None:
+    from sqlalchemy import update
+
+    from harness.pricing import unknown_price_warning
+    from harness.summary import summarize
+    from leaderboard.schema import RunRow
+
+    store = open_store(f"sqlite:///{tmp_path / 'lb.sqlite'}")
+    tasks = {f"t{i}": [i < 5] for i in range(10)}
+    fill(store, "full-run", tasks, model="steady", cost=0.01)
+    fill(store, "free-run", tasks, model="no-price", cost=0.0)
+    fill(store, "one-shot", {"t0": [True]}, model="lucky", finish=False)
+    with store.engine.begin() as conn:
+        conn.execute(
+            update(RunRow).where(RunRow.id == "free-run").values(
+                warnings=[unknown_price_warning("no-price")])
+        )  # fmt: skip
+        plan = {"epochs": 1, "tasks": dict.fromkeys(tasks, "d")}  # 10 planned, 1 recorded
+        conn.execute(update(RunRow).where(RunRow.id == "one-shot").values(config=plan, planned=10))
+    results = store.attempts("one-shot")
+    store.finish_run("one-shot", summarize(results, 10))
+    with Served(store) as served:
+        _, board = get(served.url, "/")
+        _, cost = get(served.url, "/cost")
+    store.close()
+
+    ranked, unranked = board.split("<h3>Not ranked</h3>")
+    assert "lucky" in unranked and "<span class='why'>partial</span>" in unranked
+    assert "1/10 (10%)" in unranked and "lucky" not in ranked  # 100% of 1 attempt
+    unpriced = cost[cost.index("<ul id='unpriced'>") :]
+    assert "no-price" in unpriced and "steady" not in unpriced
+    [figure] = [json.loads(html.unescape(f)) for f in re.findall(r'data-figure="([^"]+)"', cost)]
+    drawn = json.dumps(figure["data"])
+    assert "full-run" in drawn and "free-run" not in drawn  # not drawn at $0

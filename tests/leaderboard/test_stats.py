@@ -295,3 +295,11 @@ def test_the_float_sign_flip_table_matches_the_integer_one(seed: int) -> None:
     exact = stats._sign_flip_exact(steps, observed)
     assert sum(steps) <= stats.EXACT_INTEGER_STEPS  # so `exact` was counted in integers
     assert stats._sign_flip_float(steps, observed) == pytest.approx(exact, rel=1e-12, abs=1e-15)
+
+
+def test_resample_counts_are_drawn_once_per_task_count_and_shared_read_only() -> None:
+    counts = stats.resample_counts(50, 200, 3)
+    assert stats.resample_counts(50, 200, 3) is counts  # a second comparison draws nothing
+    assert not counts.flags.writeable
+    assert counts.shape == (200, 50) and (counts.sum(axis=1) == 50).all()
+    assert stats.resample_counts(50, 200, 4) is not counts

@@ -43,7 +43,7 @@ def make_run(run_id: str = "run-1", config_hash: str = "hash-a", **changes: Any)
         "config": {"epochs": 2, "limits": {"turns": 50, "tokens": None}, "tags": ["a", "b"]},
         "sandbox": "bubblewrap",
         "warnings": ["sandbox has network"],
-        "out_dir": "runs/run-1",
+        "out_dir": "/data/runs/run-1",
     }
     return RunInfo(**(values | changes))
 
@@ -109,6 +109,16 @@ def test_start_run_is_idempotent(store: SqlStore) -> None:
     assert got == run
     assert got is not None and got.created_at.tzinfo is not None
     assert store.run("no-such-run") is None
+
+
+def test_a_relative_run_folder_is_stored_absolute(
+    store: SqlStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # `--out runs/x` (the default) is relative to where it ran
+    store.start_run(make_run(out_dir="runs/run-1"))
+    monkeypatch.chdir("/")
+    got = store.run("run-1")
+    assert got is not None and got.out_dir == str(tmp_path / "runs" / "run-1")
 
 
 def test_start_run_refuses_a_different_config(store: SqlStore) -> None:
