@@ -35,7 +35,7 @@ from training.weight_sync import Delta, Mode, apply_delta, encode_delta
 class LearnerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    lr: float = Field(default=1e-3, gt=0)
+    lr: float = Field(default=1e-3, ge=0, description="Adam's rate (0: a flat run, for noise).")
     group_size: int = Field(default=4, ge=2)
     max_tokens: int = Field(default=64, ge=1, description="Generation budget per segment.")
     aggregation: Aggregation = "dr_grpo"
@@ -75,6 +75,13 @@ class StepMetrics:
     feedback_kl: float = 0.0
     sync_bytes: int = 0
     sync_ratio: float = 0.0
+    # what says whether a step can learn: the share of groups whose rewards differ (the
+    # others have all-zero advantages), the sampled tokens' mean -log p under the behaviour
+    # policy (an estimate of the per-token entropy), and KL(policy || reference) per token
+    # (k3 on the batch's tokens; 0 without a reference)
+    nonzero_groups: float = 0.0
+    entropy: float = 0.0
+    kl_ref: float = 0.0
 
 
 def _state(model: Transformer) -> dict[str, torch.Tensor]:
@@ -112,7 +119,9 @@ class Learner:
     def step(self, rollouts: list[Rollout]) -> StepMetrics:
         """One optimizer step on whole groups (`group_size` rollouts per task, in order)."""
         config = self.config
-        advantages = group_advantages(self.rewards(rollouts), config.group_size)
+        rewards = self.rewards(rollouts)
+        advantages = group_advantages(rewards, config.group_size)
+        spread = advantages.view(-1, config.group_size).abs().amax(dim=1)
         rows = [s for r in rollouts for s in r.segments]
         row_advantage = segment_advantages(rollouts, advantages)
         self.model.train()
@@ -130,6 +139,7 @@ class Learner:
         self.optimizer.step()
         ratio = torch.exp(logp.detach() - old)[mask.bool()]
         lag = max((s.lag(self.version) for s in rows), default=0)
+        kl_ref = self._kl_to_reference(rows, logp.detach(), mask)
         self.version += 1
         return StepMetrics(
             version=self.version,
@@ -140,7 +150,19 @@ class Learner:
             ratio_mean=float(ratio.mean()),
             ratio_max_dev=float((ratio - 1).abs().max()),
             feedback_kl=float(feedback.detach()) if feedback is not None else 0.0,
+            nonzero_groups=float((spread > 1e-9).float().mean()),
+            entropy=float(-old[mask.bool()].mean()),
+            kl_ref=kl_ref,
         )
+
+    def _kl_to_reference(
+        self, rows: list[Segment], logp: torch.Tensor, mask: torch.Tensor
+    ) -> float:
+        if self.reference is None:
+            return 0.0
+        with torch.no_grad():
+            ref, _ = segment_logprobs(self.reference, rows, self.config.replay_routes)
+        return float(kl_estimate(logp, ref, "k3")[mask.bool()].mean())
 
     def _feedback(self, rows: list[Segment]) -> torch.Tensor | None:
         flagged = [s for s in rows if s.hint]

@@ -71,11 +71,23 @@ def task_id(operation: str, held_out: bool) -> str:
     return f"micro-{operation}{'-held' if held_out else ''}"
 
 
-def write_micro_tasks(root: Path, held_out: bool = False) -> list[Path]:
-    """Task files (one per operation) under `root/tasks`; their repositories beside them."""
+def _operations(operations: list[str] | None) -> list[str]:
+    chosen = list(OPERATIONS) if operations is None else list(operations)
+    unknown = sorted(set(chosen) - set(OPERATIONS))
+    if unknown or not chosen:
+        raise ValueError(f"operations {unknown or chosen}: choose from {', '.join(OPERATIONS)}")
+    return chosen
+
+
+def write_micro_tasks(
+    root: Path, held_out: bool = False, operations: list[str] | None = None
+) -> list[Path]:
+    """Task files (one per operation, all three unless `operations` names some) under
+    `root/tasks`; their repositories beside them."""
     (root / "tasks").mkdir(parents=True, exist_ok=True)
     paths = []
-    for operation, (symbol, cases) in OPERATIONS.items():
+    for operation in _operations(operations):
+        symbol, cases = OPERATIONS[operation]
         _repo(root, operation)
         node = "tests/test_calc.py"
         spec = {
@@ -109,9 +121,12 @@ def write_micro_tasks(root: Path, held_out: bool = False) -> list[Path]:
     return paths
 
 
-def build_micro_tasks(root: Path, held_out: bool = False) -> list[MicroTask]:
+def build_micro_tasks(
+    root: Path, held_out: bool = False, operations: list[str] | None = None
+) -> list[MicroTask]:
     """The train set (or the held-out set), built by the suite's builder."""
     built = []
-    for path, operation in zip(write_micro_tasks(root, held_out), OPERATIONS, strict=True):
+    chosen = _operations(operations)
+    for path, operation in zip(write_micro_tasks(root, held_out, chosen), chosen, strict=True):
         built.append(MicroTask(build(load_task(path)).prepared(), operation))
     return built

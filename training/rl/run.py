@@ -50,12 +50,20 @@ class RLConfig(BaseModel):
     inflight: bool = True
     checkpoint_every: int = Field(default=4, ge=1)
     warm_start_steps: int = Field(default=100, ge=0)
+    init: Path | None = Field(
+        default=None,
+        description="A checkpoint (with its tokenizer) to start from instead of the warm start.",
+    )
     context_length: int = 1536
     sandbox: str = "auto"
     held_out_samples: int = Field(default=2, ge=1, description="Samples per held-out task.")
     db_url: str | None = Field(default=None, description="Gate each checkpoint into it.")
     training_run: str | None = Field(
         default=None, description="The leaderboard's name for the run [default: rl-<out's name>]."
+    )
+    operations: list[str] | None = Field(
+        default=None,
+        description="The micro-tasks' operations, trained and held out [default: all three].",
     )
     seed: int = 0
     learner: LearnerConfig = Field(
@@ -67,7 +75,10 @@ def _tokenizer(config: RLConfig) -> CodeTokenizer:
     path = config.out / TOKENIZER_FILE
     if not path.exists():
         config.out.mkdir(parents=True, exist_ok=True)
-        micro_tokenizer().save(path)
+        if config.init is not None:  # the tokenizer the checkpoint was trained with
+            path.write_text((config.init / TOKENIZER_FILE).read_text())
+        else:
+            micro_tokenizer().save(path)
     return CodeTokenizer.load(path)
 
 
@@ -96,17 +107,24 @@ def _start(config: RLConfig, tokenizer: CodeTokenizer, log: Log) -> tuple[Learne
                 group["lr"] = config.learner.lr
         log(f"resumed from {found.path.name} (version {found.step})")
         return learner, int(found.state.get("tokens_seen", 0))
-    model = micro_model(tokenizer, config.seed, config.context_length)
-    loss = warm_start(model, tokenizer, config.warm_start_steps, config.seed)
-    log(f"warm start: {config.warm_start_steps} SFT steps, loss {loss:.4f}")
-    learner = Learner(model, config.learner, copy.deepcopy(model) if config.learner.beta else None)
+    if config.init is not None:
+        model = load_model(config.init)
+        log(f"started from {config.init}")
+    else:
+        model = micro_model(tokenizer, config.seed, config.context_length)
+        loss = warm_start(
+            model, tokenizer, config.warm_start_steps, config.seed, operations=config.operations
+        )
+        log(f"warm start: {config.warm_start_steps} SFT steps, loss {loss:.4f}")
+    learner = Learner(model, config.learner, copy.deepcopy(model).eval())
     return learner, 0
 
 
 def _reference(config: RLConfig) -> Transformer | None:
-    """The KL reference (the warm start, step 0), when the reward carries a KL term."""
+    """The KL reference, the warm start (step 0): in the reward when `beta` > 0, and the
+    `kl_ref` each step logs."""
     first = config.out / "checkpoints" / checkpoint_name(0)
-    if not config.learner.beta or not first.exists():
+    if not first.exists():
         return None
     return load_model(first).eval()
 
@@ -149,9 +167,11 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
     torch.manual_seed(config.seed)
     torch.set_num_threads(1)  # tiny models: more threads only spin on a loaded machine
     tokenizer = _tokenizer(config)
-    train = [t.task for t in build_micro_tasks(config.out / "micro")]
-    held_paths = write_micro_tasks(config.out / "micro-held-out", held_out=True)
-    held = [t.task for t in build_micro_tasks(config.out / "micro-held-out", held_out=True)]
+    ops = config.operations
+    train = [t.task for t in build_micro_tasks(config.out / "micro", operations=ops)]
+    held_root = config.out / "micro-held-out"
+    held_paths = write_micro_tasks(held_root, held_out=True, operations=ops)
+    held = [t.task for t in build_micro_tasks(held_root, held_out=True, operations=ops)]
     learner, tokens = _start(config, tokenizer, log)
     env = HarnessEnv(
         config.out / TOKENIZER_FILE, config.out / "rollouts", config.context_length,

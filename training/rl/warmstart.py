@@ -66,10 +66,18 @@ def micro_model(tokenizer: CodeTokenizer, seed: int = 0, max_seq_len: int = 1536
 
 
 def warm_start(
-    model: Transformer, tokenizer: CodeTokenizer, steps: int = 100, seed: int = 0, lr: float = 3e-3
+    model: Transformer,
+    tokenizer: CodeTokenizer,
+    steps: int = 100,
+    seed: int = 0,
+    lr: float = 3e-3,
+    operations: list[str] | None = None,
 ) -> float:
     """SFT on conversations in both wordings with a random operator each (the format, not
-    the answer: held-out prompts are seen, their operator never supervised); the loss."""
+    the answer: held-out prompts are seen, their operator never supervised); the loss.
+
+    `operations` limits the prompts to those operations' tasks (a step costs a third for
+    one); the operator written is still drawn from all three."""
     rng = random.Random(seed)
     tools = tool_schemas(None)  # the harness's default tool set, as an evaluation offers
     symbols = [symbol for symbol, _ in OPERATIONS.values()]
@@ -78,7 +86,7 @@ def warm_start(
     loss = torch.zeros(())
     for _ in range(steps):
         rows = []
-        for operation in OPERATIONS:
+        for operation in operations or OPERATIONS:
             for wording in (TRAIN_WORDING, HELD_OUT_WORDING):
                 chat = conversation(wording.format(op=operation), rng.choice(symbols))
                 rows.append(encode_with_mask(tokenizer, chat, tools))
