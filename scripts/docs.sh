@@ -10,20 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CURSORBENCH_DOCS_VENV:-$HOME/.cache/cursorbench/docs-venv}
-built() { [ -x "$venv"/bin/mkdocs ] && cmp -s docs/requirements.txt "$venv"/requirements.txt; }
-if ! built; then
-    mkdir -p "$(dirname "$venv")"
-    exec 9>"$venv.lock"  # one builder at a time (scripts/test.sh builds it early, beside lint)
-    flock 9
-    if ! built; then
-        rm -rf "$venv"
-        python3 -m venv "$venv"
-        "$venv"/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir \
-            -r docs/requirements.txt
-        cp docs/requirements.txt "$venv"/requirements.txt
-    fi
-    flock -u 9
-fi
+# shellcheck source=scripts/pinned_venv.sh
+source scripts/pinned_venv.sh
+ensure_pinned_venv python3 "$venv" docs/requirements.txt mkdocs
 if [ "${1:-}" = --ensure ]; then exit 0; fi  # only build the environment
 export NO_MKDOCS_2_WARNING=1  # the theme's notice about its successor, on every build
 exec "$venv"/bin/mkdocs build --strict "$@"

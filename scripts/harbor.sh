@@ -18,21 +18,11 @@ if [ -z "$python" ]; then
         fi
     done
 fi
-built() { [ -x "$venv"/bin/harbor ] && cmp -s "$req" "$venv"/requirements.txt; }
-if ! built; then
+# shellcheck source=scripts/pinned_venv.sh
+source "$root/scripts/pinned_venv.sh"
+if ! pinned_venv_built "$venv" "$req" harbor; then
     [ -n "$python" ] || { echo "harbor.sh: Python 3.12 not found (set CURSORBENCH_HARBOR_PYTHON)" >&2; exit 2; }
-    mkdir -p "$(dirname "$venv")"
-    # One builder at a time (the test suite's workers and scripts/test.sh's early build ask
-    # at once); whoever waited finds it built.
-    exec 9>"$venv.lock"
-    flock 9
-    if ! built; then
-        rm -rf "$venv"
-        "$python" -m venv "$venv"
-        "$venv"/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir -r "$req" >&2
-        cp "$req" "$venv"/requirements.txt
-    fi
-    flock -u 9
+    ensure_pinned_venv "$python" "$venv" "$req" harbor
 fi
 case "${1:-}" in
     --ensure) echo "$venv"; exit 0 ;;

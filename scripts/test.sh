@@ -8,8 +8,8 @@
 # sandboxes and subprocesses) and, beside them in a process of their own, the tests of the
 # Docker engine one at a time, its output shown when it ends; then the tests that need the
 # machine to themselves (Ray clusters, the red team's resource-limit attacks, test_sources)
-# alone. Both share one build cache. The type check and the docs
-# build run beside the last phase, which leaves a core idle. A phase that selects no test
+# alone. Both share one build cache. The type check and the docs build run beside the last
+# phase, which leaves a core idle. A phase that selects no test
 # (exit 5) is fine when another one ran some.
 set -euo pipefail
 cd "$(dirname "$0")/.."

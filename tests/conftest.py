@@ -102,8 +102,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def session_build_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Built tasks, sdists and leak-scan results, shared by every test of the session (and
     by every xdist worker: the folder is above theirs; `scripts/test.sh` names one for the
-    phases it runs at once). Entries are content-addressed and
-    written by atomic rename, so two tests building the same task both get a whole one."""
+    phases it runs at once). Entries are content-addressed and built once under a lock
+    (`harness.home.build_once`), so two tests building the same task both get a whole one."""
     shared = os.environ.get("CURSORBENCH_TEST_BUILD_CACHE")  # phases run at once share it
     if shared:
         return Path(shared)
