@@ -105,6 +105,7 @@ class TaskValidation(BaseModel):
     pass_to_pass: int = 0
     spilled: int = 0
     changed_lines: int = 0
+    changed_lines_digest: str | None = None  # the build (`task_digest`) they were counted on
     prompt_chars: int = 0
     coverage: float | None = None
     reference_resolved: bool = False
@@ -372,7 +373,8 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
     task = built.task
     record = TaskValidation(
         id=task.id, category=task.category.value, package=package_label(built),
-        changed_lines=answer.reference_changed_lines(built), prompt_chars=len(task.prompt),
+        changed_lines=answer.reference_changed_lines(built), changed_lines_digest=built.digest,
+        prompt_chars=len(task.prompt),
         checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )  # fmt: skip
     sandboxes = backend_for(built, backend)

@@ -334,41 +334,46 @@ def tasks_stats(
     tasks: TasksOption = None,
     suite: SuiteOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    update_report: Annotated[
+        bool,
+        typer.Option(
+            "--update-report",
+            help="Write the changed lines counted on builds into the suite's validation report.",
+        ),
+    ] = False,
 ) -> None:
     """The suite's figures against the published ones: tasks, packages, categories, changed
-    lines, prompt length, FAIL_TO_PASS/PASS_TO_PASS, coverage of removed lines, runtime."""
+    lines, prompt length, FAIL_TO_PASS/PASS_TO_PASS, coverage of removed lines, runtime.
+    Changed lines come from the validation report where it counted them on the build the
+    task makes today; only the other tasks are built to count them."""
     import json
 
     from cursorbench.answer import reference_changed_lines
     from cursorbench.loader import tasks_from_options
-    from cursorbench.stats import TaskRow, load_validation, print_stats, suite_stats
+    from cursorbench.stats import (
+        load_validation,
+        print_stats,
+        recorded_changed_lines,
+        suite_stats,
+        task_row,
+        update_changed_lines,
+    )
     from cursorbench.suites import build_many, suite_options
-    from cursorbench.task import PackageSource
-    from harness.kinds.registry import kind_of
 
     found = tasks_from_options(suite_options(suite, tasks))
     folders = {task.path.parent.parent for task in found if task.path is not None}
     validation = {k: v for folder in folders for k, v in load_validation(folder).items()}
-    rows = []
-    for built in build_many(found):
-        task, record = built.task, validation.get(built.task.id)
-        source = task.source
-        package = source.name if isinstance(source, PackageSource) else Path(source.path).name
-        counts = kind_of(task.verification).test_counts(task.verification)
-        rows.append(
-            TaskRow(
-                id=task.id,
-                package=package,
-                category=task.category.value,
-                changed_lines=reference_changed_lines(built),
-                prompt_chars=len(task.prompt),
-                fail_to_pass=counts.fail_to_pass,
-                pass_to_pass=counts.pass_to_pass,
-                coverage=record.coverage if record else None,
-                test_runtime_s=record.test_runtime_s if record else None,
-                validated=record.valid if record else None,
-            )
-        )
+    lines = {t.id: recorded_changed_lines(t, validation.get(t.id)) for t in found}
+    counted = {
+        built.task.id: (reference_changed_lines(built), built.digest)
+        for built in build_many([t for t in found if lines[t.id] is None])
+    }
+    lines.update({task_id: count for task_id, (count, _) in counted.items()})
+    rows = [task_row(t, lines[t.id] or 0, validation.get(t.id)) for t in found]
+    if update_report:
+        for folder in sorted(folders):
+            if (folder / "validation.json").is_file():
+                update_changed_lines(folder, counted)
     figures = suite_stats(rows)
     if as_json:
         print(json.dumps(figures))

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from cursorbench.checks import TaskValidation
+from cursorbench.task import PackageSource, Task
 
 # The Composer 2 report's figures, printed beside ours.
 PUBLISHED = {"median_changed_lines": 181, "median_prompt_chars": 390}
@@ -34,6 +35,28 @@ class TaskRow(BaseModel):
     coverage: float | None = None
     test_runtime_s: float | None = None
     validated: bool | None = None
+
+
+def task_row(task: Task, changed_lines: int, record: TaskValidation | None) -> TaskRow:
+    """A task's row: its file's figures, the reference's changed lines, and what its
+    validation record (if any) measured."""
+    from harness.kinds.registry import kind_of
+
+    source = task.source
+    package = source.name if isinstance(source, PackageSource) else Path(source.path).name
+    counts = kind_of(task.verification).test_counts(task.verification)
+    return TaskRow(
+        id=task.id,
+        package=package,
+        category=task.category.value,
+        changed_lines=changed_lines,
+        prompt_chars=len(task.prompt),
+        fail_to_pass=counts.fail_to_pass,
+        pass_to_pass=counts.pass_to_pass,
+        coverage=record.coverage if record else None,
+        test_runtime_s=record.test_runtime_s if record else None,
+        validated=record.valid if record else None,
+    )
 
 
 def quartiles(values: list[float]) -> dict[str, float | None]:
@@ -186,6 +209,34 @@ def last_healthy(folder: Path, records: list[TaskValidation]) -> dict[str, str]:
         if not check.changed and check.checked_at > when.get(check.id, ""):
             when[check.id] = check.checked_at
     return when
+
+
+def recorded_changed_lines(task: Task, record: TaskValidation | None) -> int | None:
+    """The record's count of the reference's changed lines, if it was counted on the build
+    the task makes today (a task file or builder changed since makes it stale)."""
+    from cursorbench.workspace import task_digest
+
+    if record is None or record.changed_lines_digest is None:
+        return None
+    return record.changed_lines if record.changed_lines_digest == task_digest(task) else None
+
+
+def update_changed_lines(folder: Path, counted: dict[str, tuple[int, str]]) -> int:
+    """Writes counts of changed lines (task id -> (lines, build digest)) into the folder's
+    validation report, keeping everything else; returns how many records changed."""
+    path = folder / "validation.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    records = [TaskValidation.model_validate(item) for item in data["tasks"]]
+    changed = 0
+    for record in records:
+        if record.id in counted:
+            lines, digest = counted[record.id]
+            changed += (record.changed_lines, record.changed_lines_digest) != (lines, digest)
+            record.changed_lines, record.changed_lines_digest = lines, digest
+    runs = [ValidationRun.model_validate(run) for run in data.get("runs", [])]
+    started = dt.datetime.fromisoformat(data["date"])
+    write_validation_report(folder, records, started, data["duration_s"], runs or None)
+    return changed
 
 
 def merge_validation_reports(reports: list[Path], folder: Path) -> list[TaskValidation]:

@@ -59,3 +59,39 @@ def test_tasks_validate_reports_every_bad_file_then_checks_the_good_ones(tmp_pat
     assert [line.split(":")[1].strip() for line in lines] == [str(no_source), str(not_yaml)]
     assert "ok textkit-slugify" in checked.stdout
     assert "Traceback" not in checked.stderr
+
+
+def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_this_build(
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    from cursorbench.loader import bundled_suite
+
+    suite = tmp_path / "suite"
+    (suite / "tasks").mkdir(parents=True)
+    bundled = bundled_suite() / "tasks" / "textkit-slugify.yaml"
+    data = yaml.safe_load(bundled.read_text())
+    data["source"]["path"] = str((bundled.parent / data["source"]["path"]).resolve())
+    (suite / "tasks" / "slugify.yaml").write_text(yaml.safe_dump(data))
+
+    def median_changed_lines(*extra: str) -> float:
+        shown = cursorbench("tasks", "stats", "--tasks", str(suite / "tasks"), "--json", *extra)
+        assert shown.returncode == 0, shown.stderr
+        return float(json.loads(shown.stdout)["median_changed_lines"])
+
+    def write_report(changed_lines: int, digest: str | None) -> None:
+        record = {"id": "textkit-slugify", "category": "new_feature", "package": "textkit"}
+        record |= {"valid": True, "changed_lines": changed_lines, "changed_lines_digest": digest}
+        report = {"date": "2026-12-01T00:00:00+00:00", "duration_s": 1.0, "tasks": [record]}
+        (suite / "validation.json").write_text(json.dumps(report))
+
+    built = median_changed_lines()  # no report: the task is built and its reference counted
+    assert built > 0
+    write_report(int(built) + 1000, digest="0" * 24)  # counted on another build: stale
+    assert median_changed_lines("--update-report") == built
+    refreshed = json.loads((suite / "validation.json").read_text())["tasks"][0]
+    assert refreshed["changed_lines"] == built and refreshed["changed_lines_digest"] != "0" * 24
+    assert "textkit-slugify" in (suite / "VALIDATION.md").read_text()
+    write_report(int(built) + 1000, digest=refreshed["changed_lines_digest"])  # this build's
+    assert median_changed_lines() == built + 1000
