@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.attempt import AttemptEnvironment, run_attempt, trajectory_path
-from harness.home import cache_home
+from harness.home import build_once, cache_home
 from harness.model import OpenAIChatModel
 from harness.plan import RunPlan
 from harness.results import Attempt, AttemptResult, Failure, Status
@@ -65,16 +65,13 @@ def pack_task(task: PreparedTask) -> bytes:
 def unpack_task(job: AttemptJob, packed: bytes, cache: Path) -> PreparedTask:
     """The job's task with its files unpacked under `cache` (once per digest)."""
     root = cache / "shipped" / f"{job.task.id}-{job.digest}"
-    if not (root / READY).exists():
-        staging = root.with_name(f"{root.name}.{uuid.uuid4().hex[:8]}.tmp")
-        staging.mkdir(parents=True)
+
+    def unpack(staging: Path) -> None:
+        staging.mkdir()
         with tarfile.open(fileobj=io.BytesIO(packed), mode="r:gz") as archive:
             archive.extractall(staging, filter="tar")
-        (staging / READY).write_text(job.digest)
-        try:
-            os.rename(staging, root)
-        except OSError:  # another process of this worker unpacked it first
-            remove_tree(staging)
+
+    build_once(root, job.digest, unpack, marker=READY)
     secret = [path for path in job.task.secret_paths if path.exists()]
     return job.task.model_copy(
         update={
