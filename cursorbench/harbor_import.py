@@ -82,6 +82,7 @@ def load_harbor_task(folder: Path) -> Task:
         raise TaskFileError(f"{where}: {error}") from None
     if not (folder / "tests" / "test.sh").is_file():
         raise TaskFileError(f"{where}: no tests/test.sh (the verifier)")
+    _refuse_links_out(folder, where)
     _refuse_unsupported(config, where)
     metadata = config.get("metadata", {})
     workspace, workdir = environment_workspace(folder, config, where)
@@ -105,6 +106,16 @@ def load_harbor_task(folder: Path) -> Task:
         )
     except ValueError as error:
         raise TaskFileError(f"{where}: {error}".splitlines()[0]) from None
+
+
+def _refuse_links_out(folder: Path, where: str) -> None:
+    """The folders a build copies (following a link at their top) must lie inside the task
+    folder: a `tests` linked to a host folder would carry the host's files into the
+    verifier's sandbox and its kept output."""
+    for name in ("tests", "solution", "environment"):
+        path = folder / name
+        if path.exists() and folder not in path.resolve().parents:
+            raise TaskFileError(f"{where}: {name}/ links outside the task folder")
 
 
 def _refuse_unsupported(config: dict[str, Any], where: str) -> None:

@@ -110,6 +110,16 @@ def test_a_missing_folder_or_verifier_is_refused(tmp_path: Path) -> None:
     assert "no tests/test.sh" in problems[0]
 
 
+@pytest.mark.parametrize("name", ["tests", "solution", "environment"])
+def test_a_folder_linked_out_of_the_task_is_refused(tmp_path: Path, name: str) -> None:
+    folder = harbor_task(tmp_path)
+    outside = tmp_path / "host-folder"
+    (folder / name).rename(outside)
+    (folder / name).symlink_to(outside)
+    _, problems = tasks_from_options_reporting([f"harbor:{folder}"])
+    assert problems and f"{name}/ links outside the task folder" in problems[0], problems
+
+
 def grade_record(outcome: RunOutcome, out: Path) -> dict:
     [result] = outcome.results
     lines = (out / "trajectories" / f"{result.task_id}__0.jsonl").read_text().splitlines()
