@@ -56,6 +56,9 @@ runs_app = typer.Typer(no_args_is_help=True, help="List, show, compare, export r
 
 
 def register(app: typer.Typer) -> None:
+    from cursorbench.cli_verify import verify_command
+
+    runs_app.command("verify")(verify_command)
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db")
     app.command("gate")(gate_command)
