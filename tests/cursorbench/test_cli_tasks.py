@@ -81,8 +81,9 @@ def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_th
         return float(json.loads(shown.stdout)["median_changed_lines"])
 
     def write_report(changed_lines: int, digest: str | None) -> None:
-        record = {"id": "textkit-slugify", "category": "new_feature", "package": "textkit"}
-        record |= {"valid": True, "changed_lines": changed_lines, "changed_lines_digest": digest}
+        record: dict[str, object] = {"id": "textkit-slugify", "category": "new_feature"}
+        record |= {"package": "textkit", "valid": True, "changed_lines": changed_lines}
+        record["changed_lines_digest"] = digest
         report = {"date": "2026-12-01T00:00:00+00:00", "duration_s": 1.0, "tasks": [record]}
         (suite / "validation.json").write_text(json.dumps(report))
 
