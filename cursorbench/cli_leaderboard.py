@@ -366,17 +366,40 @@ def runs_import(
     with_trajectories: Annotated[
         bool, typer.Option(help="Store trajectory files' bytes in the database too.")
     ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Import only folders whose verdicts `runs verify` re-derives (replayed here); "
+            "the others are named and left out, exit 1.",
+        ),
+    ] = False,
 ) -> None:
     """Load run folders into the store (idempotent)."""
+    import tempfile
+
+    from cursorbench.verify import verify_run
     from leaderboard.transfer import import_run_dir
 
     store = _store(db)
+    refused = 0
     try:
         for folder in folders:
+            if verify:
+                with tempfile.TemporaryDirectory(prefix="cursorbench-verify-") as scratch:
+                    report = verify_run(folder, Path(scratch) / "replay")
+                if not report.verified:
+                    refused += 1
+                    first = report.mismatches[0] if report.mismatches else None
+                    why = f"{first.where} {first.field}" if first else "not every attempt replayed"
+                    print(f"error: {folder}: not verified ({why}); not imported", file=sys.stderr)
+                    continue
             run_id, count = import_run_dir(store, folder, with_trajectories)
             console.print(f"{folder}: run {run_id}, {count} attempts")
     finally:
         store.close()
+    if refused:
+        raise typer.Exit(1)
 
 
 @runs_app.command("checkpoint")

@@ -115,12 +115,9 @@ def compare_summary(
 
 def recorded_attempts(run_dir: Path) -> dict[str, AttemptResult]:
     """The run folder's finished attempts; a folder with none cannot be verified."""
-    try:
-        found = RunDir(run_dir).finished()
-    except RunDirError as error:
-        raise ValueError(str(error)) from None
+    found = RunDir(run_dir).finished()
     if not found:
-        raise ValueError(f"{run_dir}: no finished attempts to verify")
+        raise RunDirError(f"{run_dir}: no finished attempts to verify")
     return found
 
 

@@ -83,3 +83,19 @@ def test_a_folder_without_attempts_is_refused_in_one_line(tmp_path: Path) -> Non
     refused = cursorbench("runs", "verify", str(tmp_path / "empty"))
     assert refused.returncode == 2
     assert refused.stderr == f"error: {tmp_path / 'empty'}: no finished attempts to verify\n"
+
+
+def test_import_with_verify_leaves_out_a_forged_folder(
+    serve: Callable[[Any], str], cursorbench_home: Path, tmp_path: Path
+) -> None:
+    honest, forged = tmp_path / "honest", tmp_path / "forged"
+    irrelevant_edit_run(serve, honest)
+    irrelevant_edit_run(serve, forged)
+    forge_resolved(forged)
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    imported = cursorbench("runs", "import", str(honest), str(forged), "--verify", "--db", db)
+    assert imported.returncode == 1
+    assert f"{honest}: run " in imported.stdout and str(forged) not in imported.stdout
+    assert imported.stderr.startswith(f"error: {forged}: not verified (textkit-")
+    listed = cursorbench("runs", "list", "--db", db, "--json")
+    assert len(json.loads(listed.stdout)) == 1
