@@ -33,6 +33,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -352,16 +353,41 @@ def trees_folder() -> Path:
     return shared if os.access(shared, os.W_OK) else build_cache() / "sandbox-root"
 
 
+# A tree no process has opened for this long is removed when another is opened: each
+# change of the Python environment or the packages makes a new one (~120 MB).
+UNUSED_TREE_S = 7 * 24 * 3600
+
+
 @functools.cache
 def system_tree() -> Path:
     """The system files as a tree of copies, built once per `view_key` (about 70 MB here);
-    bubblewrap binds its top folders over the host's."""
+    bubblewrap binds its top folders over the host's. Opening it marks it used (its marker's
+    time) and removes trees of other keys unused for `UNUSED_TREE_S`."""
     root = trees_folder() / view_key()
     try:
         build_once(root, view_key(), _build_tree, marker=READY)
+        os.utime(root / READY)
     except OSError as error:
         raise SandboxUnavailable(f"cannot build the sandbox's system tree: {error}") from None
+    prune_trees(root.parent, keep=root.name)
     return root
+
+
+def prune_trees(folder: Path, keep: str, unused_s: float = UNUSED_TREE_S) -> list[str]:
+    """Removes the built trees in `folder` but `keep` whose marker is older than `unused_s`
+    (a tree still being built has no marker and is left alone); returns their names."""
+    removed = []
+    now = time.time()
+    for tree in sorted(folder.iterdir()) if folder.is_dir() else []:
+        marker = tree / READY
+        try:
+            stale = tree.name != keep and now - marker.stat().st_mtime > unused_s
+        except OSError:
+            continue
+        if stale and tree.is_dir() and not tree.is_symlink():
+            shutil.rmtree(tree, ignore_errors=True)
+            removed.append(tree.name)
+    return removed
 
 
 def tree_tops(tree: Path) -> list[tuple[str, str | None]]:

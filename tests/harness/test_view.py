@@ -16,3 +16,25 @@ def test_under_any_holds_a_root_and_what_lies_inside_it_only() -> None:
 
 def test_under_any_of_no_roots_holds_nothing() -> None:
     assert not under_any([])("/usr/bin/sh")
+
+
+def test_trees_of_other_keys_unused_for_a_week_are_pruned(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from harness.sandbox.view import READY, UNUSED_TREE_S, prune_trees
+
+    def tree(name: str, age_s: float | None) -> None:
+        (tmp_path / name / "usr").mkdir(parents=True)
+        if age_s is not None:
+            marker = tmp_path / name / READY
+            marker.write_text(name)
+            then = time.time() - age_s
+            os.utime(marker, (then, then))
+
+    tree("current", UNUSED_TREE_S * 2)  # the one being opened stays, however old
+    tree("old", UNUSED_TREE_S + 60)
+    tree("recent", UNUSED_TREE_S - 60)
+    tree("building", None)  # no marker yet: another process is making it
+    assert prune_trees(tmp_path, keep="current") == ["old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["building", "current", "recent"]
