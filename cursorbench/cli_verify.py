@@ -36,6 +36,8 @@ def verify_command(
     if as_json:
         print(report.model_dump_json())
     else:
+        for warning in report.warnings:
+            console.print(f"warning: {warning}", highlight=False, markup=False)
         for item in report.mismatches:
             console.print(
                 f"differs: {item.where} {item.field}: recorded {item.recorded}, found {item.found}",

@@ -149,5 +149,5 @@ def verify_run(
         attempts=len(recorded),
         replayed=sum(key in replayed for key in recorded),
         mismatches=mismatches,
-        warnings=outcome.store_warnings,
+        warnings=[*outcome.run.warnings, *outcome.store_warnings],
     )
