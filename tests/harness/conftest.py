@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from harness.openai_server import (
     Responder,
     models_list_reply,
 )
+from harness.sandbox import bubblewrap_works
 from tests.harness.red_team_kit import HostCanaries, RedTeam, red_team_runner
 
 
@@ -71,7 +73,56 @@ def host_canaries(tmp_path: Path) -> Iterator[HostCanaries]:
     canaries.remove()
 
 
+# The confined backends every red-team attack runs on; the docker cases go to the
+# `resources` phase (`tests/conftest.py`) by their mark.
+RED_TEAM_SANDBOXES = [
+    pytest.param(
+        "bubblewrap",
+        marks=pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here"),
+    ),
+    pytest.param("docker", marks=pytest.mark.docker),
+]
+
+
+# Every red-team case runs on bubblewrap; on docker, by default (CI included), only those
+# marked `red_team_ci` (at least one attack per class): all of them take ~7 min there
+# (`benchmarks/RESULTS.md`). `CURSORBENCH_RED_TEAM_DOCKER=all` runs every docker case.
+RED_TEAM_DOCKER_ALL = "CURSORBENCH_RED_TEAM_DOCKER"
+
+
+def _docker_case_on_demand(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("red_team_sandbox") != "docker":
+        return False
+    return item.get_closest_marker("red_team_ci") is None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leaves out the docker cases of red-team tests not marked `red_team_ci`, unless
+    `CURSORBENCH_RED_TEAM_DOCKER=all`."""
+    if os.environ.get(RED_TEAM_DOCKER_ALL) == "all":
+        return
+    left_out = [item for item in items if _docker_case_on_demand(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        dropped = set(left_out)
+        items[:] = [item for item in items if item not in dropped]
+
+
+@pytest.fixture(params=RED_TEAM_SANDBOXES)
+def red_team_sandbox(request: pytest.FixtureRequest) -> str:
+    """The backend a red-team test attacks: each test runs once per confined backend."""
+    return str(request.param)
+
+
 @pytest.fixture
-def red_team(tmp_path: Path, serve, host_canaries: HostCanaries) -> RedTeam:
-    """Runs a script of steps through `cursorbench run` (`red_team_kit.red_team_runner`)."""
-    return red_team_runner(tmp_path, serve, host_canaries)
+def red_team(tmp_path: Path, serve, host_canaries: HostCanaries, red_team_sandbox: str) -> RedTeam:
+    """Runs a script of steps through `cursorbench run --sandbox <backend>`
+    (`red_team_kit.red_team_runner`), once per confined backend."""
+    return red_team_runner(tmp_path, serve, host_canaries, red_team_sandbox)
+
+
+@pytest.fixture
+def unconfined_red_team(tmp_path: Path, serve, host_canaries: HostCanaries) -> RedTeam:
+    """The same, through `--sandbox subprocess`: for controls that show an attack is real."""
+    return red_team_runner(tmp_path, serve, host_canaries, "subprocess")

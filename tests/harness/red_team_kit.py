@@ -84,9 +84,12 @@ RedTeam = Callable[..., dict[str, Any]]
 
 
 def red_team_runner(
-    tmp_path: Path, serve: Callable[[Responder], str], canaries: HostCanaries
+    tmp_path: Path,
+    serve: Callable[[Responder], str],
+    canaries: HostCanaries,
+    sandbox: str = "bubblewrap",
 ) -> RedTeam:
-    """Runs a script of steps (or a responder) through `cursorbench run --sandbox bubblewrap`;
+    """Runs a script of steps (or a responder) through `cursorbench run --sandbox SANDBOX`;
     returns the attempt's result (with its trajectory's records), or `{"all": [...]}`."""
     counter = iter(range(1000))
 
@@ -98,7 +101,7 @@ def red_team_runner(
         selected = [arg for task in tasks for arg in ("--tasks", task)]
         done = subprocess.run(
             [*CLI, "run", "--base-url", url, "--model", "scripted-double", *selected,
-             "--sandbox", "bubblewrap", "--out", str(out), "--max-retries", "0", *extra],
+             "--sandbox", sandbox, "--out", str(out), "--max-retries", "0", *extra],
             capture_output=True, text=True, timeout=600, env=os.environ.copy(),
         )  # fmt: skip
         assert done.returncode == 0, done.stderr

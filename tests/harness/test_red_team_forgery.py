@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from cursorbench.loader import bundled_suite
-from harness.sandbox import bubblewrap_works
 from tests.harness.canary_detector import DETECTOR
 from tests.harness.red_team_kit import (
     INIT,
@@ -22,8 +21,6 @@ from tests.harness.red_team_kit import (
     solve,
     write,
 )
-
-pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
 
 # The slugify task with hidden tests written as unittest.TestCase classes only.
 UNITTEST_TASK = str(bundled_suite() / "red_team" / "textkit-slugify-unittest.yaml")
@@ -149,6 +146,7 @@ def test_forcing_every_report_of_a_unittest_suite(red_team) -> None:
     assert any(c.startswith("twin:") for c in found), found
 
 
+@pytest.mark.red_team_ci
 @pytest.mark.slow
 @pytest.mark.parametrize("task", [TASK_ID, UNITTEST_TASK], ids=["pytest-style", "unittest"])
 def test_a_forger_that_spares_what_a_canary_detector_finds(red_team, task: str) -> None:

@@ -18,10 +18,7 @@ import re
 import pytest
 
 from cursorbench.loader import bundled_suite
-from harness.sandbox import bubblewrap_works
 from tests.harness.red_team_kit import assert_failed, assert_resolved, reference_steps, shell, write
-
-pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
 
 DOCS_TASK = "ledger-inventory-docs"
 ANSWER_TASK = "ledger-facts"
@@ -57,6 +54,7 @@ def test_control_the_right_answers_resolve(red_team) -> None:
 # --- 2. an example that holds a call but never makes it ------------------------------------
 
 
+@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_examples_whose_calls_never_run_document_nothing(red_team) -> None:
     never = "        >>> if False: Inventory().add('x', 'y', 1)\n"
@@ -111,6 +109,7 @@ def test_a_documented_module_with_a_300000_term_expression_is_failed(red_team) -
 # --- 9. a file name carrying a patch header line stays a path --------------------------------
 
 
+@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_a_file_name_with_a_header_line_is_quoted_by_the_harness_diff(red_team) -> None:
     odd = shell("printf x > \"$(printf 'notes\\ncopy to conftest.py')\"")

@@ -13,16 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sandbox import bubblewrap_works
 from tests.harness import leftovers_kit
 from tests.harness.red_team_kit import INIT, SLUG, assert_failed, assert_resolved, shell, tool
 
-pytestmark = [
-    pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here"),
-    pytest.mark.slow,
-]
-
-SANDBOXES = ["bubblewrap", pytest.param("docker", marks=pytest.mark.docker)]
+pytestmark = [pytest.mark.slow, pytest.mark.red_team_ci]
 
 # The writer: as `leader`, a thread writes the solution after DELAY seconds while the main
 # thread leaves by SYS_exit at once; as `daemon`, a grandchild in a new session does.
@@ -62,42 +56,34 @@ def _check(mark: str) -> object:
     return shell("sleep 4; grep -c slugify textkit/__init__.py || true")
 
 
-def _run(red_team, sandbox: str, steps: list) -> dict:
-    return red_team(steps, "--sandbox", sandbox)
-
-
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_control_a_writer_in_the_foreground_resolves(red_team, sandbox: str) -> None:
+def test_control_a_writer_in_the_foreground_resolves(red_team) -> None:
     mark = leftovers_kit.new_mark()
     steps = [_write_late(), shell(f"python late.py {mark} leader 0.5; echo done")]
-    assert_resolved(_run(red_team, sandbox, steps))
+    assert_resolved(red_team(steps))
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_edits_after_the_command_returned_do_not_count(red_team, sandbox: str) -> None:
+def test_edits_after_the_command_returned_do_not_count(red_team) -> None:
     mark = leftovers_kit.new_mark()
     start = f"python late.py {mark} leader 1.5 & python late.py {mark} daemon 1.5; echo started"
-    result = _run(red_team, sandbox, [_write_late(), shell(start), _check(mark)])
+    result = red_team([_write_late(), shell(start), _check(mark)])
     assert_failed(result)
     assert leftovers_kit.still_running(mark) == []
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_edits_after_the_command_timed_out_do_not_count(red_team, sandbox: str) -> None:
+def test_edits_after_the_command_timed_out_do_not_count(red_team) -> None:
     mark = leftovers_kit.new_mark()
     start = f"python late.py {mark} leader 2 & python late.py {mark} daemon 2; sleep 60"
     steps = [_write_late(), tool("run", command=start, timeout_s=1), _check(mark)]
-    result = _run(red_team, sandbox, steps)
+    result = red_team(steps)
     assert_failed(result)
     assert leftovers_kit.still_running(mark) == []
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_edits_after_finish_do_not_count(red_team, sandbox: str) -> None:
+def test_edits_after_finish_do_not_count(red_team) -> None:
     """The writer's command returns and the agent finishes at once: the edit would land
     while the harness takes the diff and grades."""
     mark = leftovers_kit.new_mark()
     start = f"python late.py {mark} leader 0.3 & python late.py {mark} daemon 0.3; echo started"
-    result = _run(red_team, sandbox, [_write_late(), shell(start)])
+    result = red_team([_write_late(), shell(start)])
     assert_failed(result)
     assert leftovers_kit.still_running(mark) == []

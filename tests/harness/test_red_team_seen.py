@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import bubblewrap_works
 from tests.harness.red_team_kit import (
     INIT,
     SLUG,
@@ -28,8 +27,6 @@ from tests.harness.red_team_kit import (
     solve,
     write,
 )
-
-pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
 
 PLANT_PARENTS = ("/opt", "/usr/local/share", "/usr/lib")
 SEARCHED = "/opt /usr /srv /etc"
@@ -60,6 +57,7 @@ def planted() -> Iterator[list[Path]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_the_deleted_module_vendored_outside_the_view_cannot_be_found(
     red_team, planted: list[Path]
@@ -72,14 +70,13 @@ def test_the_deleted_module_vendored_outside_the_view_cannot_be_found(
 
 @pytest.mark.slow
 def test_control_the_same_search_unconfined_finds_and_copies_it(
-    red_team, planted: list[Path]
+    unconfined_red_team, planted: list[Path]
 ) -> None:
-    result = red_team(
-        [shell(COPY_FOUND), write("textkit/__init__.py", INIT)], "--sandbox", "subprocess"
-    )
+    result = unconfined_red_team([shell(COPY_FOUND), write("textkit/__init__.py", INIT)])
     assert_resolved(result)
 
 
+@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_system_python_packages_and_vendored_libraries_are_not_visible(red_team) -> None:
     listing = (
