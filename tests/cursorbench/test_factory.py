@@ -1,0 +1,60 @@
+"""The task factory: a package the v1 suite does not use (wordkit, an sdist made here)
+goes from `tasks propose` to a task `tasks validate` accepts; and its parts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cursorbench.factory.prompts import PromptFacts, offline_prompt, prompt_problems
+from cursorbench.factory.release import parse_requirement
+from tests.cursorbench.factory_pkg import place_wordkit
+
+CLI = [sys.executable, "-m", "cursorbench.cli"]
+
+
+@pytest.mark.slow
+def test_propose_then_validate(tmp_path: Path) -> None:
+    place_wordkit()
+    out = tmp_path / "proposed"
+    done = subprocess.run(
+        [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "3"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "proposals.json").read_text())
+    assert summary["released"] == "2024-06-01" and summary["proposed"] >= 1
+    assert summary["failed_by_filter"]["size"] >= 1
+    done = subprocess.run(
+        [*CLI, "tasks", "validate", "--tasks", str(out)], capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_offline_prompt_keeps_the_rubric_and_varies() -> None:
+    prompts = [
+        offline_prompt(
+            PromptFacts(
+                task_id=f"t{n}",
+                package="wordkit",
+                module="wordkit.cases",
+                names=["to_camel_identifier"],
+                docstrings=["Join words in camel case."],
+                test_names=["tests/t.py::test_camel_from_snake", "tests/t.py::test_camel_empty"],
+            )
+        )
+        for n in range(12)
+    ]
+    assert all(prompt_problems(p, ["to_camel_identifier"]) == [] for p in prompts)
+    assert len({len(p) for p in prompts}) > 3
+
+
+def test_requirement_needs_a_version() -> None:
+    assert parse_requirement("wordkit==0.3") == ("wordkit", "0.3")
+    with pytest.raises(Exception, match="NAME==VERSION"):
+        parse_requirement("wordkit")
