@@ -13,6 +13,7 @@ from cursorbench.cli_common import EXIT_BAD_INPUT, console
 
 def register(tasks_app: typer.Typer) -> None:
     tasks_app.command("propose")(tasks_propose)
+    tasks_app.command("review")(tasks_review)
 
 
 def tasks_propose(
@@ -48,3 +49,36 @@ def tasks_propose(
     )
     for path in outcome.written:
         console.print(f"  {path}")
+
+
+def tasks_review(
+    folder: Annotated[Path, typer.Argument(help="A folder `tasks propose` wrote.")],
+    accept: Annotated[list[str] | None, typer.Option(help="Task ids to accept.")] = None,
+    reject: Annotated[list[str] | None, typer.Option(help="Task ids to reject.")] = None,
+    edit: Annotated[str | None, typer.Option(help="A task id whose prompt to replace.")] = None,
+    prompt: Annotated[str | None, typer.Option(help="The new prompt, with --edit.")] = None,
+    reason: Annotated[str, typer.Option(help="Why (kept in review.jsonl).")] = "",
+    move_to: Annotated[
+        Path | None, typer.Option(help="Suite folder to move the accepted tasks into.")
+    ] = None,
+) -> None:
+    """Accept, edit or reject proposed tasks (non-interactively); move accepted ones."""
+    from cursorbench.factory import review
+
+    try:
+        if edit is not None:
+            if not prompt:
+                raise review.ReviewError("--edit needs --prompt")
+            review.edit_prompt(folder, edit, prompt, reason)
+        for task_id in accept or []:
+            review.record(folder, task_id, "accept", reason)
+        for task_id in reject or []:
+            review.record(folder, task_id, "reject", reason)
+    except review.ReviewError as error:
+        console.print(f"[red]error[/] {error}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    for task_id, state in sorted(review.states(folder).items()):
+        console.print(f"{state:7} {task_id}")
+    if move_to is not None:
+        for path in review.move_accepted(folder, move_to):
+            console.print(f"moved {path}")

@@ -58,3 +58,19 @@ def test_requirement_needs_a_version() -> None:
     assert parse_requirement("wordkit==0.3") == ("wordkit", "0.3")
     with pytest.raises(Exception, match="NAME==VERSION"):
         parse_requirement("wordkit")
+
+
+def test_review_moves_only_accepted_tasks(tmp_path: Path) -> None:
+    from cursorbench.factory import review
+
+    for name in ("a", "b"):
+        (tmp_path / "tasks").mkdir(exist_ok=True)
+        (tmp_path / "tasks" / f"{name}.yaml").write_text(f"id: {name}\nprompt: old\n")
+    review.record(tmp_path, "a", "accept", "")
+    review.edit_prompt(tmp_path, "b", "new prompt", "clearer")
+    with pytest.raises(review.ReviewError, match="reason"):
+        review.record(tmp_path, "b", "reject", "")
+    moved = review.move_accepted(tmp_path, tmp_path / "suite")
+    assert [p.name for p in moved] == ["a.yaml"]
+    assert "new prompt" in (tmp_path / "tasks" / "b.yaml").read_text()
+    assert review.states(tmp_path) == {"a": "accept", "b": "edit"}
