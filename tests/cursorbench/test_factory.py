@@ -74,3 +74,35 @@ def test_review_moves_only_accepted_tasks(tmp_path: Path) -> None:
     assert [p.name for p in moved] == ["a.yaml"]
     assert "new prompt" in (tmp_path / "tasks" / "b.yaml").read_text()
     assert review.states(tmp_path) == {"a": "accept", "b": "edit"}
+
+
+class PromptWriterDouble:
+    """A scripted model that answers every request with one prompt, keeping the requests."""
+
+    models = ["prompt-writer-double"]
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.seen: list[dict[str, object]] = []
+
+    def respond(self, request: dict[str, object]) -> object:
+        from harness.openai_server import Reply
+
+        self.seen.append(request)
+        return Reply(content=self.text)
+
+
+@pytest.fixture
+def prompt_endpoint(serve):  # type: ignore[no-untyped-def]
+    double = PromptWriterDouble("Bring back camel-case joining of identifier words in wordkit.")
+    return double, serve(double)
+
+
+def test_endpoint_writer_sends_the_rubric(prompt_endpoint) -> None:  # type: ignore[no-untyped-def]
+    from cursorbench.factory.prompts import RUBRIC, EndpointWriter
+
+    double, url = prompt_endpoint
+    facts = PromptFacts(task_id="t", package="wordkit", module="wordkit.cases", names=["f"])
+    text, writer = EndpointWriter(url, "prompt-writer-double").write(facts)
+    assert text == double.text and writer == "endpoint:prompt-writer-double"
+    assert double.seen[0]["messages"][0] == {"role": "system", "content": RUBRIC}  # type: ignore[index]
