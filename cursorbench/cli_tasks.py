@@ -22,6 +22,9 @@ tasks_app = typer.Typer(
 
 
 def register(app: typer.Typer) -> None:
+    from cursorbench import cli_factory
+
+    cli_factory.register(tasks_app)
     app.add_typer(tasks_app, name="tasks")
 
 

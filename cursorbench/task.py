@@ -136,6 +136,9 @@ class Task(Spec):
     # Files of the workspace that may still describe the deleted API (a stub, a docs page,
     # a changelog entry), each with why it stays: glob (relative to the workspace) -> reason.
     leak_allow: dict[str, Annotated[str, Field(min_length=1)]] = Field(default_factory=dict)
+    # When the source's release came out (a task factory's freshness record, ISO date): a
+    # model can be scored on tasks newer than its training cutoff. Not part of the build.
+    released: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
 
     # Where the file was loaded from; not part of the file itself.
     path: Path | None = Field(default=None, exclude=True)

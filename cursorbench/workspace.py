@@ -148,7 +148,7 @@ def tree_digest(root: Path) -> str:
 
 def task_digest(task: Task) -> str:
     digest = hashlib.sha256(BUILDER_VERSION.encode())
-    digest.update(task.model_dump_json().encode())
+    digest.update(task.model_dump_json(exclude={"released"}).encode())  # no build input
     if isinstance(task.source, FolderSource):
         source = task.source_dir()
         if not source.is_dir():

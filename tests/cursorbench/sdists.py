@@ -73,13 +73,14 @@ FILES = {
 }
 
 
-def make_sdist(files: dict[str, str] = FILES, top: str = "tinypkg-1.0") -> bytes:
+def make_sdist(files: dict[str, str] = FILES, top: str = "tinypkg-1.0", mtime: int = 0) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as bundle:
         for name, text in sorted(files.items()):
             data = text.encode()
             info = tarfile.TarInfo(f"{top}/{name}")
             info.size = len(data)
+            info.mtime = mtime
             bundle.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 

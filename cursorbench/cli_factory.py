@@ -1,0 +1,84 @@
+"""`cursorbench tasks propose`: the task factory's command (`cursorbench/factory/`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cursorbench.cli_common import EXIT_BAD_INPUT, console
+
+
+def register(tasks_app: typer.Typer) -> None:
+    tasks_app.command("propose")(tasks_propose)
+    tasks_app.command("review")(tasks_review)
+
+
+def tasks_propose(
+    release: Annotated[str, typer.Argument(help="The package release, NAME==VERSION.")],
+    out: Annotated[Path, typer.Option(help="Folder for tasks/*.yaml and proposals.json.")],
+    max_tasks: Annotated[int, typer.Option("--max", min=1, help="Tasks to propose.")] = 10,
+    released_after: Annotated[
+        str | None, typer.Option(help="Refuse releases not after this date (YYYY-MM-DD).")
+    ] = None,
+    sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+    endpoint: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL for the prompt writer.")
+    ] = None,
+    model: Annotated[str, typer.Option(help="The prompt writer's model name.")] = "gpt-4o-mini",
+) -> None:
+    """Propose feature-deletion tasks from a release's own test suite (see docs/tasks.md)."""
+    from cursorbench.factory.prompts import EndpointWriter
+    from cursorbench.factory.propose import propose
+    from cursorbench.sources import SourceError
+    from harness.sandbox import choose_backend
+
+    after = dt.date.fromisoformat(released_after) if released_after else None
+    writer = EndpointWriter(endpoint, model) if endpoint else None
+    try:
+        outcome = propose(release, out, max_tasks, after, choose_backend(sandbox), writer)
+    except SourceError as error:
+        console.print(f"[red]error[/] {error}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    summary = outcome.summary
+    console.print(
+        f"{summary['candidates_total']} candidates, {summary['proposed']} proposed; "
+        f"{out / 'proposals.json'}"
+    )
+    for path in outcome.written:
+        console.print(f"  {path}")
+
+
+def tasks_review(
+    folder: Annotated[Path, typer.Argument(help="A folder `tasks propose` wrote.")],
+    accept: Annotated[list[str] | None, typer.Option(help="Task ids to accept.")] = None,
+    reject: Annotated[list[str] | None, typer.Option(help="Task ids to reject.")] = None,
+    edit: Annotated[str | None, typer.Option(help="A task id whose prompt to replace.")] = None,
+    prompt: Annotated[str | None, typer.Option(help="The new prompt, with --edit.")] = None,
+    reason: Annotated[str, typer.Option(help="Why (kept in review.jsonl).")] = "",
+    move_to: Annotated[
+        Path | None, typer.Option(help="Suite folder to move the accepted tasks into.")
+    ] = None,
+) -> None:
+    """Accept, edit or reject proposed tasks (non-interactively); move accepted ones."""
+    from cursorbench.factory import review
+
+    try:
+        if edit is not None:
+            if not prompt:
+                raise review.ReviewError("--edit needs --prompt")
+            review.edit_prompt(folder, edit, prompt, reason)
+        for task_id in accept or []:
+            review.record(folder, task_id, "accept", reason)
+        for task_id in reject or []:
+            review.record(folder, task_id, "reject", reason)
+    except review.ReviewError as error:
+        console.print(f"[red]error[/] {error}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    for task_id, state in sorted(review.states(folder).items()):
+        console.print(f"{state:7} {task_id}")
+    if move_to is not None:
+        for path in review.move_accepted(folder, move_to):
+            console.print(f"moved {path}")

@@ -1,0 +1,9 @@
+"""The task factory: proposes feature-deletion tasks from a package's own test suite.
+
+`propose` (one package release) runs the suite once with per-test coverage
+(`coverage_map`), enumerates candidate deletions (`candidates`), filters them cheaply
+from the coverage, then measures the survivors with the validator's own derivation
+(`filters`, `propose`), and writes task specs plus `proposals.json`. `prompts` writes
+their prompts (offline, or through an OpenAI-compatible endpoint); `review` decides
+which proposed tasks may join a suite. `release` finds the sdist and its date.
+"""

@@ -1,0 +1,154 @@
+"""Candidate deletions: top-level functions and classes of a package's modules, alone or
+as a small cluster of neighbours in one module, with what the coverage map says of them.
+
+A candidate's removed lines are its definitions' executable statements (decorators
+included). The tests that exercise it are those that execute a statement of its body
+(the `def`/`class` lines run at import, for every test). Its hidden test files are the
+test files in which at least `HIDDEN_SHARE` of the tests exercise it; the exercising
+tests elsewhere are its predicted spill.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cursorbench.factory.coverage_map import CoverageMap
+from cursorbench.task import RemoveSymbol
+
+MAX_CLUSTER = 3
+HIDDEN_SHARE = 0.2
+MAX_HIDDEN_FILES = 3
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+@dataclass(frozen=True)
+class Symbol:
+    file: str
+    name: str
+    start: int  # first line, decorators included
+    end: int
+    docstring: str
+
+    @property
+    def public(self) -> bool:
+        return not self.name.startswith("_")
+
+
+@dataclass
+class Candidate:
+    file: str
+    symbols: list[Symbol]
+    removed: set[int] = field(default_factory=set)  # executable lines deleted
+    exercising: set[str] = field(default_factory=set)  # passing tests running its body
+    hidden_files: list[str] = field(default_factory=list)
+    predicted_fail: list[str] = field(default_factory=list)  # exercising, in hidden files
+    predicted_spill: list[str] = field(default_factory=list)  # exercising, elsewhere
+    hidden_coverage: float | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [symbol.name for symbol in self.symbols]
+
+    @property
+    def key(self) -> str:
+        return f"{self.file}::{'+'.join(self.names)}"
+
+    def operations(self) -> list[RemoveSymbol]:
+        return [RemoveSymbol(file=self.file, symbol=s.name) for s in self.symbols]
+
+
+def top_level_symbols(tree: Path, relative: str) -> list[Symbol]:
+    text = (tree / relative).read_text(encoding="utf-8", errors="replace")
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        return []
+    found = []
+    for node in module.body:
+        if isinstance(node, Definition) and node.end_lineno is not None:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            doc = ast.get_docstring(node) or ""
+            found.append(Symbol(relative, node.name, start, node.end_lineno, doc))
+    return found
+
+
+def clusters(symbols: list[Symbol]) -> list[list[Symbol]]:
+    """Each public symbol alone, and runs of 2..MAX_CLUSTER neighbours holding a public one."""
+    groups = [[s] for s in symbols if s.public]
+    for size in range(2, MAX_CLUSTER + 1):
+        for at in range(len(symbols) - size + 1):
+            window = symbols[at : at + size]
+            if any(s.public for s in window):
+                groups.append(window)
+    return groups
+
+
+def body_lines(symbol: Symbol, statements: list[int]) -> set[int]:
+    """Executable lines inside the definition, past its first statement line."""
+    inside = sorted(n for n in statements if symbol.start <= n <= symbol.end)
+    return set(inside[1:]) if inside else set()
+
+
+def test_file(test: str) -> str:
+    return test.split("::")[0]
+
+
+def describe(candidate: Candidate, testmap: CoverageMap) -> Candidate:
+    """Fills in what the coverage map predicts for the candidate."""
+    statements = testmap.statements.get(candidate.file, [])
+    for symbol in candidate.symbols:
+        candidate.removed |= {n for n in statements if symbol.start <= n <= symbol.end}
+        body = body_lines(symbol, statements)
+        candidate.exercising |= testmap.tests_running(candidate.file, body)
+    candidate.exercising &= testmap.passing()
+    per_file = Counter(test_file(t) for t in testmap.passing())
+    hits = Counter(test_file(t) for t in candidate.exercising)
+    chosen = [f for f, n in hits.most_common() if n >= HIDDEN_SHARE * per_file[f]]
+    candidate.hidden_files = sorted(chosen[:MAX_HIDDEN_FILES])
+    inside = set(candidate.hidden_files)
+    candidate.predicted_fail = sorted(t for t in candidate.exercising if test_file(t) in inside)
+    candidate.predicted_spill = sorted(
+        t for t in candidate.exercising if test_file(t) not in inside
+    )
+    hidden_tests = {t for t in testmap.outcomes if test_file(t) in inside}
+    if candidate.removed:
+        ran = testmap.executed_by(candidate.file, candidate.removed, hidden_tests)
+        candidate.hidden_coverage = round(len(ran) / len(candidate.removed), 3)
+    return candidate
+
+
+def enumerate_candidates(tree: Path, testmap: CoverageMap) -> list[Candidate]:
+    """Every candidate of every measured package file, most exercised first."""
+    found: list[Candidate] = []
+    for relative in sorted(testmap.statements):
+        symbols = top_level_symbols(tree, relative)
+        for group in clusters(symbols):
+            found.append(describe(Candidate(relative, group), testmap))
+    found.sort(key=lambda c: (-len(c.predicted_fail), len(c.predicted_spill), c.key))
+    return found
+
+
+def imported_elsewhere(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
+    """Other package files that import one of the candidate's names by name (deleting it
+    would break their import, and with it every test)."""
+    names = set(candidate.names)
+    module = candidate.file.removesuffix(".py").removesuffix("/__init__").split("/")[-1]
+    found = []
+    for relative in files:
+        if relative == candidate.file:
+            continue
+        try:
+            parsed = ast.parse((tree / relative).read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue
+        for node in ast.walk(parsed):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            same = (node.module or "").split(".")[-1] in (module, "")
+            if same and names & {alias.name for alias in node.names}:
+                found.append(relative)
+                break
+    return found

@@ -1,0 +1,94 @@
+"""What the proposer measures of each candidate, and the filters it must pass.
+
+Cheap filters read the coverage map only; the candidates that pass them are built as
+tasks (the build runs the leak scan) and their test lists derived by the validator's
+own `checks.derive_tests` (the pristine tree three times, the broken tree once): the
+measured FAIL_TO_PASS is taken from the hidden test files only, and the measured spill
+is the validator's. Thresholds are the validator's where it has one.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from cursorbench.checks import MAX_SPILL, MAX_SPILL_SHARE, MIN_FAIL_TO_PASS
+from cursorbench.coverage_check import MIN_COVERAGE
+from cursorbench.factory.candidates import Candidate
+
+MIN_STATEMENTS = 5  # executable lines removed
+MAX_STATEMENTS = 400
+MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
+
+# In the order they are applied; `proposals.json` names the first one a candidate failed.
+FILTERS = (
+    "size", "imported_elsewhere", "hidden_fail_to_pass", "spill", "hidden_coverage",
+    "overlap", "max_reached", "build", "measured_fail_to_pass", "measured_spill", "derive",
+)  # fmt: skip
+
+
+class Proposal(BaseModel):
+    """One candidate's row of `proposals.json`."""
+
+    key: str
+    file: str
+    symbols: list[str]
+    task_id: str | None = None
+    removed_statements: int = 0
+    exercising_tests: int = 0
+    hidden_tests: list[str] = Field(default_factory=list)
+    predicted_fail_to_pass: int = 0
+    predicted_spill: int = 0
+    hidden_coverage: float | None = None
+    fail_to_pass: int | None = None  # measured, when it got that far
+    pass_to_pass: int | None = None
+    spilled: int | None = None
+    changed_lines: int | None = None
+    seconds: float = 0.0  # machine time spent on this candidate
+    failed: str | None = None  # the first filter it failed; None: proposed as a task
+    why: str = ""
+
+
+def spill_limit(visible_tests: int) -> float:
+    return min(MAX_SPILL, MAX_SPILL_SHARE * max(visible_tests, 1))
+
+
+def cheap_failure(
+    candidate: Candidate, test_files: int, passing: int, importers: list[str]
+) -> tuple[str, str] | None:
+    """The first cheap filter the candidate fails, and why; None when it passes them all."""
+    size = len(candidate.removed)
+    if not MIN_STATEMENTS <= size <= MAX_STATEMENTS:
+        return "size", f"{size} executable lines (want {MIN_STATEMENTS}-{MAX_STATEMENTS})"
+    if importers:
+        return "imported_elsewhere", f"imported by name in {', '.join(importers[:3])}"
+    if len(candidate.predicted_fail) < MIN_FAIL_TO_PASS:
+        return (
+            "hidden_fail_to_pass",
+            f"{len(candidate.predicted_fail)} hidden tests exercise it (need {MIN_FAIL_TO_PASS})",
+        )
+    if len(candidate.hidden_files) > max(1, MAX_HIDDEN_SHARE * test_files):
+        return "hidden_fail_to_pass", f"needs {len(candidate.hidden_files)} hidden files"
+    visible = passing - len(candidate.predicted_fail)
+    if len(candidate.predicted_spill) > spill_limit(visible):
+        return (
+            "spill",
+            f"{len(candidate.predicted_spill)} visible tests exercise it, "
+            f"e.g. {candidate.predicted_spill[0]}",
+        )
+    cover = candidate.hidden_coverage
+    if cover is None or cover < MIN_COVERAGE:
+        return "hidden_coverage", f"the hidden tests alone run {cover or 0:.0%} of its lines"
+    return None
+
+
+def measured_failure(
+    fail_to_pass: int, problems: list[str], spilled: int, visible: int
+) -> tuple[str, str] | None:
+    """The first measured filter failed, from `derive_tests`' figures and problems."""
+    if fail_to_pass < MIN_FAIL_TO_PASS:
+        return "measured_fail_to_pass", f"{fail_to_pass} hidden tests fail with it deleted"
+    if spilled > spill_limit(visible):
+        return "measured_spill", f"{spilled} visible tests fail with it deleted"
+    if problems:
+        return "derive", problems[0]
+    return None

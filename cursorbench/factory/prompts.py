@@ -1,0 +1,157 @@
+"""Prompts for proposed tasks, written as a user would ask, not as a specification.
+
+The rubric (also the endpoint writer's system prompt): short; the goal, not the code;
+lengths that vary as people's do; the entry points a user would name (at most
+`MAX_NAMES`), never a list of functions. `offline_prompt` writes one from the deleted
+code's docstrings and the hidden tests' names, with the wording and the amount of
+detail picked by a hash of the task id (the same task always gets the same prompt).
+`EndpointWriter` asks any OpenAI-compatible endpoint through the harness's own client
+(`harness.model.OpenAIChatModel`) and falls back to the offline prompt when the reply
+breaks the rubric.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from harness.model import ModelAPIError, OpenAIChatModel
+
+MAX_NAMES = 3
+MIN_CHARS, MAX_CHARS = 60, 900
+RUBRIC = """You write the request a developer would type to a coding assistant, for a task
+made by deleting code from a Python package. Rules:
+- Be short: one to five sentences. Vary the length as real requests vary.
+- Describe the goal and the behaviour wanted, not the implementation.
+- Name only the entry points a user would name (at most three), never a list of functions.
+- No bullet lists, no headings, no code blocks, no test names, no file contents.
+- Do not say that code was deleted or that tests exist unless a user would.
+Reply with the request text only."""
+
+
+@dataclass(frozen=True)
+class PromptFacts:
+    task_id: str
+    package: str
+    module: str  # dotted
+    names: list[str]  # public names removed
+    docstrings: list[str] = field(default_factory=list)
+    test_names: list[str] = field(default_factory=list)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring, on one line, without its full stop."""
+    flat = " ".join(text.strip().split())
+    match = re.match(r"(.+?[.!?])(\s|$)", flat)
+    sentence = (match.group(1) if match else flat).rstrip(".!?")
+    return sentence[:200]
+
+
+def behaviours(test_names: list[str], names: list[str]) -> list[str]:
+    """Phrases from test names ("test_camelize_with_lower" -> "with lower"), distinct."""
+    skip = {n.lower() for n in names} | {"test", "tests"}
+    found: list[str] = []
+    for test in test_names:
+        leaf = re.sub(r"\[.*\]$", "", test.split("::")[-1])
+        words = [w for w in leaf.lower().split("_") if w and w not in skip]
+        phrase = " ".join(words)
+        if phrase and phrase not in found and not phrase.isdigit():
+            found.append(phrase)
+    return found
+
+
+def _pick(seed: int, options: list[str]) -> str:
+    return options[seed % len(options)]
+
+
+def offline_prompt(facts: PromptFacts) -> str:
+    seed = int(hashlib.sha256(facts.task_id.encode()).hexdigest()[:8], 16)
+    named = [f"`{n}`" for n in facts.names[:MAX_NAMES]]
+    what = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    goals = [first_sentence(d) for d in facts.docstrings if d.strip()]
+    goal = goals[0][:1].lower() + goals[0][1:] if goals else ""
+    where = f"`{facts.module}`"
+    if goal:
+        opening = _pick(seed, [
+            f"I need {what} in {where} back: it should {goal}.",
+            f"Please add {what} to {where} so that I can {goal}.",
+            f"{facts.package} is missing {what} in {where}. It's meant to {goal}.",
+            f"Can you implement {what} in {where}? The idea is to {goal}.",
+        ])  # fmt: skip
+    else:
+        opening = _pick(seed, [
+            f"{facts.package} needs {what} in {where} again.",
+            f"Please implement {what} in {where}.",
+            f"Could you add {what} to {where}?",
+        ])  # fmt: skip
+    parts = [opening]
+    details = behaviours(facts.test_names, facts.names)
+    amount = (seed >> 4) % 4  # 0-3 sentences of detail: lengths vary
+    if amount >= 1 and details:
+        shown = details[: 2 + (seed >> 8) % 3]
+        listed = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]
+        parts.append(_pick(seed >> 12, [
+            f"Cases I care about: {listed}.",
+            f"It has to cope with {listed}.",
+            f"Make sure it handles {listed}.",
+        ]))  # fmt: skip
+    if amount >= 2 and len(goals) > 1:
+        parts.append(f"Also, it should {goals[1][:1].lower() + goals[1][1:]}.")
+    if amount >= 3:
+        parts.append(_pick(seed >> 16, [
+            "Keep it consistent with the rest of the module.",
+            "Nothing else in the package should change behaviour.",
+            "Follow the style the package already uses.",
+        ]))  # fmt: skip
+    return " ".join(parts)
+
+
+def prompt_problems(prompt: str, names: list[str]) -> list[str]:
+    """How a prompt breaks the rubric (empty: it keeps it)."""
+    problems = []
+    if not MIN_CHARS <= len(prompt) <= MAX_CHARS:
+        problems.append(f"{len(prompt)} characters (want {MIN_CHARS}-{MAX_CHARS})")
+    if re.search(r"^\s*([-*•]|\d+\.)\s", prompt, re.MULTILINE) or "```" in prompt:
+        problems.append("a list or a code block")
+    if len(set(re.findall(r"`([^`]+)`", prompt))) > MAX_NAMES + 1:  # + the module
+        problems.append("names more than three code entities")
+    if re.search(r"\btest_\w+", prompt):
+        problems.append("names a test")
+    return problems
+
+
+class EndpointWriter:
+    """Prompts from an OpenAI-compatible endpoint, the rubric as the system prompt."""
+
+    def __init__(self, base_url: str, model: str, api_key: str = "") -> None:
+        self.model = OpenAIChatModel(name=model, base_url=base_url, api_key=api_key, price=None)
+
+    def messages(self, facts: PromptFacts) -> list[dict[str, str]]:
+        data = {
+            "package": facts.package, "module": facts.module, "entry_points": facts.names,
+            "docstrings": [first_sentence(d) for d in facts.docstrings if d.strip()],
+            "behaviours_tested": behaviours(facts.test_names, facts.names)[:12],
+        }  # fmt: skip
+        return [
+            {"role": "system", "content": RUBRIC},
+            {"role": "user", "content": json.dumps(data, indent=1)},
+        ]
+
+    def write(self, facts: PromptFacts) -> tuple[str, str]:
+        """(prompt, writer): the endpoint's when it keeps the rubric, else the offline one."""
+        try:
+            reply = self.model.complete(self.messages(facts), tools=[])
+        except ModelAPIError:
+            return offline_prompt(facts), "offline (endpoint failed)"
+        text = (reply.content or "").strip()
+        if not text or prompt_problems(text, facts.names):
+            return offline_prompt(facts), "offline (reply broke the rubric)"
+        return text, f"endpoint:{self.model.name}"
+
+
+def write_prompt(facts: PromptFacts, writer: EndpointWriter | None) -> tuple[str, str]:
+    if writer is None:
+        return offline_prompt(facts), "offline"
+    return writer.write(facts)

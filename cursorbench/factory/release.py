@@ -1,0 +1,130 @@
+"""A package release as a task source: its sdist (cached, or fetched as v1 tasks fetch
+theirs), its sha256 and its release date.
+
+The sdist is looked up first in the build cache's `sdists/<sha256>/` folders (where
+`sources.fetch_sdist` keeps every sdist it fetched, and where tests place the sdists
+they make), then downloaded with `pip download` like `sources.fetch_sdist` does. The
+release date is the date of the sdist's `PKG-INFO` (the time it was built, which is
+when it was released for every sdist uploaded as built); a `--released-after` date
+refuses older releases.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import shutil
+import tarfile
+import uuid
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cursorbench.sources import SourceError, _pip_download, sha256_file
+from cursorbench.task import PackageSource
+
+SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+
+
+@dataclass(frozen=True)
+class Release:
+    source: PackageSource
+    sdist: Path
+    released: dt.date | None
+
+
+def parse_requirement(text: str) -> tuple[str, str]:
+    """`NAME==VERSION` -> (name, version); anything else is refused."""
+    name, sep, version = text.partition("==")
+    if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) or not version.strip():
+        raise SourceError(f"{text!r}: give the release as NAME==VERSION")
+    return name, version.strip()
+
+
+def normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _matches(path: Path, name: str, version: str) -> bool:
+    stem = next((path.name[: -len(s)] for s in SDIST_SUFFIXES if path.name.endswith(s)), None)
+    if stem is None:
+        return False
+    base, _, found = stem.rpartition("-")
+    return normalized(base) == normalized(name) and found == version
+
+
+def cached_sdist(name: str, version: str, home: Path) -> Path | None:
+    """An sdist of the release already in the cache, its content matching its folder."""
+    folder = home / "sdists"
+    if not folder.is_dir():
+        return None
+    for path in sorted(folder.glob("*/*")):
+        matching = path.is_file() and _matches(path, name, version)
+        if matching and sha256_file(path) == path.parent.name:
+            return path
+    return None
+
+
+def download_sdist(name: str, version: str, home: Path) -> Path:
+    """Fetches the sdist into `sdists/<sha256>/`, where `sources.fetch_sdist` finds it."""
+    probe = PackageSource(name=name, version=version, sha256="0" * 64)
+    download = home / "sdists" / f"download-{uuid.uuid4().hex[:8]}"
+    download.mkdir(parents=True, exist_ok=True)
+    try:
+        files = [p for p in _pip_download(probe, download) if p.name.endswith(SDIST_SUFFIXES)]
+        if len(files) != 1:
+            raise SourceError(f"{name}=={version}: pip gave {len(files)} sdists")
+        digest = sha256_file(files[0])
+        target = home / "sdists" / digest / files[0].name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(files[0], target)
+        return target
+    finally:
+        shutil.rmtree(download, ignore_errors=True)
+
+
+def release_date(sdist: Path) -> dt.date | None:
+    """The date of the sdist's top `PKG-INFO` (else its newest member), UTC."""
+    stamps: list[tuple[bool, float]] = []
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as bundle:
+                for info in bundle.infolist():
+                    when = dt.datetime(*info.date_time, tzinfo=dt.UTC).timestamp()
+                    stamps.append(
+                        (info.filename.count("/") == 1 and _pkg_info(info.filename), when)
+                    )
+        else:
+            with tarfile.open(sdist) as bundle:
+                for member in bundle.getmembers():
+                    top = member.name.count("/") == 1 and _pkg_info(member.name)
+                    stamps.append((top, float(member.mtime)))
+    except (tarfile.TarError, zipfile.BadZipFile, OSError):
+        return None
+    if not stamps:
+        return None
+    chosen = max(stamps)  # the PKG-INFO if there is one, else the newest
+    return dt.datetime.fromtimestamp(chosen[1], dt.UTC).date() if chosen[1] > 0 else None
+
+
+def _pkg_info(name: str) -> bool:
+    return name.endswith("/PKG-INFO")
+
+
+def find_release(requirement: str, home: Path) -> Release:
+    name, version = parse_requirement(requirement)
+    sdist = cached_sdist(name, version, home) or download_sdist(name, version, home)
+    source = PackageSource(name=name, version=version, sha256=sdist.parent.name)
+    return Release(source=source, sdist=sdist, released=release_date(sdist))
+
+
+def check_fresh(release: Release, after: dt.date | None) -> None:
+    """Refuses a release not newer than `after` (or of unknown date, when one is asked)."""
+    if after is None:
+        return
+    label = f"{release.source.name}=={release.source.version}"
+    if release.released is None:
+        raise SourceError(f"{label}: release date unknown, cannot check --released-after")
+    if release.released <= after:
+        raise SourceError(f"{label}: released {release.released}, not after {after}")

@@ -1,0 +1,108 @@
+"""The task factory: a package the v1 suite does not use (wordkit, an sdist made here)
+goes from `tasks propose` to a task `tasks validate` accepts; and its parts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cursorbench.factory.prompts import PromptFacts, offline_prompt, prompt_problems
+from cursorbench.factory.release import parse_requirement
+from tests.cursorbench.factory_pkg import place_wordkit
+
+CLI = [sys.executable, "-m", "cursorbench.cli"]
+
+
+@pytest.mark.slow
+def test_propose_then_validate(tmp_path: Path) -> None:
+    place_wordkit()
+    out = tmp_path / "proposed"
+    done = subprocess.run(
+        [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "3"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "proposals.json").read_text())
+    assert summary["released"] == "2024-06-01" and summary["proposed"] >= 1
+    assert summary["failed_by_filter"]["size"] >= 1
+    done = subprocess.run(
+        [*CLI, "tasks", "validate", "--tasks", str(out)], capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_offline_prompt_keeps_the_rubric_and_varies() -> None:
+    prompts = [
+        offline_prompt(
+            PromptFacts(
+                task_id=f"t{n}",
+                package="wordkit",
+                module="wordkit.cases",
+                names=["to_camel_identifier"],
+                docstrings=["Join words in camel case."],
+                test_names=["tests/t.py::test_camel_from_snake", "tests/t.py::test_camel_empty"],
+            )
+        )
+        for n in range(12)
+    ]
+    assert all(prompt_problems(p, ["to_camel_identifier"]) == [] for p in prompts)
+    assert len({len(p) for p in prompts}) > 3
+
+
+def test_requirement_needs_a_version() -> None:
+    assert parse_requirement("wordkit==0.3") == ("wordkit", "0.3")
+    with pytest.raises(Exception, match="NAME==VERSION"):
+        parse_requirement("wordkit")
+
+
+def test_review_moves_only_accepted_tasks(tmp_path: Path) -> None:
+    from cursorbench.factory import review
+
+    for name in ("a", "b"):
+        (tmp_path / "tasks").mkdir(exist_ok=True)
+        (tmp_path / "tasks" / f"{name}.yaml").write_text(f"id: {name}\nprompt: old\n")
+    review.record(tmp_path, "a", "accept", "")
+    review.edit_prompt(tmp_path, "b", "new prompt", "clearer")
+    with pytest.raises(review.ReviewError, match="reason"):
+        review.record(tmp_path, "b", "reject", "")
+    moved = review.move_accepted(tmp_path, tmp_path / "suite")
+    assert [p.name for p in moved] == ["a.yaml"]
+    assert "new prompt" in (tmp_path / "tasks" / "b.yaml").read_text()
+    assert review.states(tmp_path) == {"a": "accept", "b": "edit"}
+
+
+class PromptWriterDouble:
+    """A scripted model that answers every request with one prompt, keeping the requests."""
+
+    models = ["prompt-writer-double"]
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.seen: list[dict[str, object]] = []
+
+    def respond(self, request: dict[str, object]) -> object:
+        from harness.openai_server import Reply
+
+        self.seen.append(request)
+        return Reply(content=self.text)
+
+
+@pytest.fixture
+def prompt_endpoint(serve):  # type: ignore[no-untyped-def]
+    double = PromptWriterDouble("Bring back camel-case joining of identifier words in wordkit.")
+    return double, serve(double)
+
+
+def test_endpoint_writer_sends_the_rubric(prompt_endpoint) -> None:  # type: ignore[no-untyped-def]
+    from cursorbench.factory.prompts import RUBRIC, EndpointWriter
+
+    double, url = prompt_endpoint
+    facts = PromptFacts(task_id="t", package="wordkit", module="wordkit.cases", names=["f"])
+    text, writer = EndpointWriter(url, "prompt-writer-double").write(facts)
+    assert text == double.text and writer == "endpoint:prompt-writer-double"
+    assert double.seen[0]["messages"][0] == {"role": "system", "content": RUBRIC}  # type: ignore[index]
