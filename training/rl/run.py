@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,7 @@ from training.rl.learner import Learner, LearnerConfig, Rollout, StepMetrics
 from training.rl.microtasks import build_micro_tasks, write_micro_tasks
 from training.rl.orchestrator import Orchestrator
 from training.rl.policy import Sampler
+from training.rl.warm_cache import cached_warm_start
 from training.rl.warmstart import micro_model, micro_tokenizer, warm_start
 from training.rl.workers import ProcessWorker, WorkerSpec
 from training.serve import TOKENIZER_FILE
@@ -54,9 +56,16 @@ class RLConfig(BaseModel):
         default=None,
         description="A checkpoint (with its tokenizer) to start from instead of the warm start.",
     )
+    warm_start_cache: Path | None = Field(
+        default=None,
+        description="Share warm starts by content hash under this folder (when no `init`).",
+    )
     context_length: int = 1536
     sandbox: str = "auto"
     held_out_samples: int = Field(default=2, ge=1, description="Samples per held-out task.")
+    held_out_k: int | None = Field(
+        default=None, ge=1, description="The k of held-out best-of-k [default: all samples]."
+    )
     db_url: str | None = Field(default=None, description="Gate each checkpoint into it.")
     training_run: str | None = Field(
         default=None, description="The leaderboard's name for the run [default: rl-<out's name>]."
@@ -129,19 +138,37 @@ def _reference(config: RLConfig) -> Transformer | None:
     return load_model(first).eval()
 
 
+def best_of_k(rewards: list[float], k: int) -> float:
+    """The expected best reward of `k` samples drawn without replacement from `rewards`
+    (unbiased from n >= k samples, like pass@k): sorted ascending, the i-th is the best of a
+    k-subset in C(i - 1, k - 1) of the C(n, k) subsets."""
+    ordered = sorted(rewards)
+    n = len(ordered)
+    if not 1 <= k <= n:
+        raise ValueError(f"best of {k} from {n} samples")
+    return sum(r * math.comb(i, k - 1) for i, r in enumerate(ordered)) / math.comb(n, k)
+
+
 def held_out_score(
-    model: Transformer, env: HarnessEnv, tasks: list[Any], samples: int, seed: int
+    model: Transformer,
+    env: HarnessEnv,
+    tasks: list[Any],
+    samples: int,
+    seed: int,
+    k: int | None = None,
 ) -> dict[str, float]:
-    """Mean reward and best-of-k on held-out tasks, through the harness."""
+    """Mean reward and best-of-k (k = all samples unless given) on held-out tasks, through
+    the harness; the sampling seeds depend on `seed` only, so a flat twin scored with the
+    same `seed` draws the same random numbers."""
     sampler = Sampler(model)
     means, best = [], []
     for index, task in enumerate(tasks):
         rewards = [
-            env.rollout(task, sampler, 0, seed * 1000 + index * samples + k).reward
-            for k in range(samples)
+            env.rollout(task, sampler, 0, seed * 1000 + index * samples + j).reward
+            for j in range(samples)
         ]
         means.append(sum(rewards) / len(rewards))
-        best.append(max(rewards))
+        best.append(best_of_k(rewards, k or samples))
     return {"held_out_reward": sum(means) / len(means), "held_out_best_of_k": sum(best) / len(best)}
 
 
@@ -164,6 +191,12 @@ def _gate(config: RLConfig, checkpoint: Checkpoint, held_out: list[Path], log: L
 
 def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
     """Train to `config.steps` learner steps; the metrics of the steps run now."""
+    if config.init is None and config.warm_start_cache is not None:
+        cached = cached_warm_start(
+            config.warm_start_cache, config.warm_start_steps, config.seed,
+            config.operations, config.context_length,
+        )  # fmt: skip
+        config = config.model_copy(update={"init": cached})
     torch.manual_seed(config.seed)
     torch.set_num_threads(1)  # tiny models: more threads only spin on a loaded machine
     tokenizer = _tokenizer(config)
@@ -184,8 +217,9 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
     def checkpoint(extra: dict[str, Any]) -> dict[str, Any]:
         saved = _save(config, learner, tokens)
         scores = held_out_score(
-            learner.model, scorer, held, config.held_out_samples, learner.version
-        )
+            learner.model, scorer, held, config.held_out_samples, learner.version,
+            config.held_out_k,
+        )  # fmt: skip
         record = {"checkpoint": saved.path.name, "version": learner.version, **scores, **extra}
         if config.db_url:
             record["gate"] = _gate(config, saved, held_paths, log)
@@ -234,3 +268,20 @@ def _best_of_group(rollouts: list[Rollout], group_size: int) -> float:
 def _write(path: Path, record: dict[str, Any]) -> None:
     with path.open("a") as handle:
         handle.write(json.dumps(record) + "\n")
+
+
+def flat_twin(config: RLConfig, versions: list[int]) -> dict[int, dict[str, float]]:
+    """The held-out scores a flat twin (lr 0: the run's step-0 weights throughout) gets at
+    each of `versions`, with the very sampling seeds the run's checkpoints were scored with:
+    the run's noise floor, against which its rise is compared."""
+    model = load_model(config.out / "checkpoints" / checkpoint_name(0))
+    ops = config.operations
+    held = [t.task for t in build_micro_tasks(config.out / "micro-held-out", True, ops)]
+    scorer = HarnessEnv(
+        config.out / TOKENIZER_FILE, config.out / "flat-twin", config.context_length,
+        config.learner.max_tokens, config.sandbox,
+    )  # fmt: skip
+    return {
+        v: held_out_score(model, scorer, held, config.held_out_samples, v, config.held_out_k)
+        for v in versions
+    }
