@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,16 +94,16 @@ class PromptWriterDouble:
 
 
 @pytest.fixture
-def prompt_endpoint(serve):  # type: ignore[no-untyped-def]
+def prompt_endpoint(serve: Any) -> tuple[Any, str]:
     double = PromptWriterDouble("Bring back camel-case joining of identifier words in wordkit.")
     return double, serve(double)
 
 
-def test_endpoint_writer_sends_the_rubric(prompt_endpoint) -> None:  # type: ignore[no-untyped-def]
+def test_endpoint_writer_sends_the_rubric(prompt_endpoint: tuple[Any, str]) -> None:
     from cursorbench.factory.prompts import RUBRIC, EndpointWriter
 
     double, url = prompt_endpoint
     facts = PromptFacts(task_id="t", package="wordkit", module="wordkit.cases", names=["f"])
     text, writer = EndpointWriter(url, "prompt-writer-double").write(facts)
     assert text == double.text and writer == "endpoint:prompt-writer-double"
-    assert double.seen[0]["messages"][0] == {"role": "system", "content": RUBRIC}  # type: ignore[index]
+    assert double.seen[0]["messages"][0] == {"role": "system", "content": RUBRIC}
