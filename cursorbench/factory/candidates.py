@@ -17,6 +17,7 @@ from pathlib import Path
 
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.task import RemoveSymbol
+from harness.pyast import parse_module
 
 MAX_CLUSTER = 3
 HIDDEN_SHARE = 0.2
@@ -63,7 +64,7 @@ class Candidate:
 def top_level_symbols(tree: Path, relative: str) -> list[Symbol]:
     text = (tree / relative).read_text(encoding="utf-8", errors="replace")
     try:
-        module = ast.parse(text)
+        module = parse_module(text)
     except SyntaxError:
         return []
     found = []
@@ -141,7 +142,7 @@ def imported_elsewhere(tree: Path, candidate: Candidate, files: list[str]) -> li
         if relative == candidate.file:
             continue
         try:
-            parsed = ast.parse((tree / relative).read_text(encoding="utf-8", errors="replace"))
+            parsed = parse_module((tree / relative).read_text(encoding="utf-8", errors="replace"))
         except SyntaxError:
             continue
         for node in ast.walk(parsed):
