@@ -85,8 +85,9 @@ RED_TEAM_SANDBOXES = [
 
 
 # Every red-team case runs on bubblewrap; on docker, by default (CI included), only those
-# marked `red_team_ci` (at least one attack per class): all of them take ~7 min there
-# (`benchmarks/RESULTS.md`). `CURSORBENCH_RED_TEAM_DOCKER=all` runs every docker case.
+# marked `red_team_ci` (one or two per part of the Docker backend an attack crosses): all
+# of them take ~7 min there (`benchmarks/RESULTS.md`). `CURSORBENCH_RED_TEAM_DOCKER=all`
+# runs every docker case.
 RED_TEAM_DOCKER_ALL = "CURSORBENCH_RED_TEAM_DOCKER"
 
 

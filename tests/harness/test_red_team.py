@@ -76,7 +76,6 @@ def test_links_at_protected_names_and_a_linked_tests_folder(red_team, host_canar
     assert_failed(result)
 
 
-@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_a_link_that_only_resolves_inside_the_grading_sandbox(red_team) -> None:
     forcing = "import pytest\n\n\ndef pytest_collection_modifyitems(items):\n    items.clear()\n"
@@ -210,14 +209,12 @@ def test_kernel_interfaces_and_host_layout(red_team, tmp_path: Path) -> None:
         pytest.param(
             [tool("write_file", path="\udcff.py", content="x")],
             id="surrogate-path",
-            marks=pytest.mark.red_team_ci,
         ),
         pytest.param([tool("write_file", path="ok.py", content="\ud800")], id="surrogate-text"),
         pytest.param([tool("search", pattern="a\u0000")], id="nul-in-pattern"),
         pytest.param(
             [shell("rm -rf tests && ln -s /etc tests")],
             id="tests-replaced-by-a-link",
-            marks=pytest.mark.red_team_ci,
         ),
         pytest.param(
             [shell("python -c \"import os\nfor _ in range(2000): os.mkdir('d'); os.chdir('d')\"")],

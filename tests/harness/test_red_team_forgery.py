@@ -146,7 +146,6 @@ def test_forcing_every_report_of_a_unittest_suite(red_team) -> None:
     assert any(c.startswith("twin:") for c in found), found
 
 
-@pytest.mark.red_team_ci
 @pytest.mark.slow
 @pytest.mark.parametrize("task", [TASK_ID, UNITTEST_TASK], ids=["pytest-style", "unittest"])
 def test_a_forger_that_spares_what_a_canary_detector_finds(red_team, task: str) -> None:

@@ -54,7 +54,6 @@ def test_control_the_right_answers_resolve(red_team) -> None:
 # --- 2. an example that holds a call but never makes it ------------------------------------
 
 
-@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_examples_whose_calls_never_run_document_nothing(red_team) -> None:
     never = "        >>> if False: Inventory().add('x', 'y', 1)\n"
@@ -109,7 +108,6 @@ def test_a_documented_module_with_a_300000_term_expression_is_failed(red_team) -
 # --- 9. a file name carrying a patch header line stays a path --------------------------------
 
 
-@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_a_file_name_with_a_header_line_is_quoted_by_the_harness_diff(red_team) -> None:
     odd = shell("printf x > \"$(printf 'notes\\ncopy to conftest.py')\"")

@@ -16,7 +16,7 @@ import pytest
 from tests.harness import leftovers_kit
 from tests.harness.red_team_kit import INIT, SLUG, assert_failed, assert_resolved, shell, tool
 
-pytestmark = [pytest.mark.slow, pytest.mark.red_team_ci]
+pytestmark = pytest.mark.slow
 
 # The writer: as `leader`, a thread writes the solution after DELAY seconds while the main
 # thread leaves by SYS_exit at once; as `daemon`, a grandchild in a new session does.
@@ -62,6 +62,7 @@ def test_control_a_writer_in_the_foreground_resolves(red_team) -> None:
     assert_resolved(red_team(steps))
 
 
+@pytest.mark.red_team_ci
 def test_edits_after_the_command_returned_do_not_count(red_team) -> None:
     mark = leftovers_kit.new_mark()
     start = f"python late.py {mark} leader 1.5 & python late.py {mark} daemon 1.5; echo started"
@@ -79,6 +80,7 @@ def test_edits_after_the_command_timed_out_do_not_count(red_team) -> None:
     assert leftovers_kit.still_running(mark) == []
 
 
+@pytest.mark.red_team_ci
 def test_edits_after_finish_do_not_count(red_team) -> None:
     """The writer's command returns and the agent finishes at once: the edit would land
     while the harness takes the diff and grades."""

@@ -76,7 +76,6 @@ def test_control_the_same_search_unconfined_finds_and_copies_it(
     assert_resolved(result)
 
 
-@pytest.mark.red_team_ci
 @pytest.mark.slow
 def test_system_python_packages_and_vendored_libraries_are_not_visible(red_team) -> None:
     listing = (
