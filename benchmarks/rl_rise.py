@@ -1,11 +1,12 @@
 """Does RL through the harness raise the held-out reward above its flat twin, seed by seed?
 
 For each seed: the warm start (cached by content hash), an RL run on the one-operation
-micro-task level, its checkpoints scored on the held-out wording, and the flat twin (the
-run's step-0 weights, lr 0) scored with the very same held-out sampling seeds, so the
-difference is the learning, not the sampling noise. Every rollout is a harness attempt.
+micro-task level, its last checkpoint scored on the held-out wording, and the flat twin (the
+run's step-0 weights, lr 0) scored with the very same held-out sampling seeds; the paired
+difference sample by sample (`training.rl.rise.paired_rise`, the draws coupled by the
+shared seeds) is the learning, not the sampling noise. Every rollout is a harness attempt.
 
-    python benchmarks/rl_rise.py --out /tmp/rl-rise --seeds 0 1 --steps 4 --lr 1e-3
+    python benchmarks/rl_rise.py --out /tmp/rl-rise --seeds 0 1 2 3 --steps 8 --lr 5e-4 --beta 0.05
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from pathlib import Path
 import torch
 
 from training.rl.learner import LearnerConfig
+from training.rl.rise import paired_rise
 from training.rl.run import RLConfig, flat_twin, run_rl
 
 
-def one_seed(args: argparse.Namespace, seed: int) -> dict[str, float]:
+def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
     config = RLConfig(
         out=args.out / f"seed{seed}",
         steps=args.steps,
@@ -43,6 +45,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, float]:
     checkpoints = {r["version"]: r for r in map(json.loads, lines) if r["kind"] == "checkpoint"}
     flat = flat_twin(config, [args.steps])[args.steps]
     last = checkpoints[args.steps]
+    rise = paired_rise(last["held_out_rewards"], flat["held_out_rewards"])
     return {
         "seed": seed,
         "held_out_0": checkpoints[0]["held_out_reward"],
@@ -52,6 +55,10 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, float]:
         "best_of_2_flat": flat["held_out_best_of_k"],
         "train_rewards": [round(s["mean_reward"], 3) for s in steps],
         "max_kl_ref": max(s["kl_ref"] for s in steps),
+        "paired_difference": round(rise.difference, 3),
+        "interval_95": [round(rise.low, 3), round(rise.high, 3)],
+        "improved_worsened": [rise.improved, rise.worsened],
+        "rose": rise.rose,
         "wall_s": round(wall, 1),
     }
 
@@ -60,12 +67,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--groups", type=int, default=4, help="groups of 8 per step")
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--beta", type=float, default=0.0)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--beta", type=float, default=0.05)
     parser.add_argument("--warm-start-steps", type=int, default=300)
-    parser.add_argument("--held-out-samples", type=int, default=16)
+    parser.add_argument("--held-out-samples", type=int, default=32)
     args = parser.parse_args()
     torch.set_num_threads(1)
     for seed in args.seeds:

@@ -22,6 +22,7 @@ from pathlib import Path
 from harness.agent import run_agent
 from harness.blame import GuardedSandbox, harness_step, judging
 from harness.flags import scan
+from harness.grade_memo import GradeMemo
 from harness.grading import GradeReport, grade
 from harness.kinds.behaviour import low_scores
 from harness.model import CURRENT_ATTEMPT, ChatModel
@@ -67,6 +68,7 @@ class AttemptEnvironment:
     work_dir: Path  # attempts' scratch folders (hidden from agents)
     run_dir: Path  # trajectories are written under it
     sandbox: SandboxPlan
+    grade_memo: GradeMemo | None = None  # an RL environment's, never an evaluation's
 
     def open_sandbox(self, task: PreparedTask, scratch: Path) -> Sandbox:
         return self.backend.open(task.workspace, scratch / "sandbox")
@@ -214,7 +216,8 @@ def _pytest_verdict(
         return None
     if not patch.strip():
         return _failed(Failure.EMPTY_DIFF, "the agent changed nothing")
-    report = grade(task, patch, env.backend, scratch / "grade", random.Random())
+    fresh = partial(grade, task, patch, env.backend, scratch / "grade", random.Random())
+    report = fresh() if env.grade_memo is None else env.grade_memo.grade(task, patch, fresh)
     _record(
         trajectory,
         "grade",

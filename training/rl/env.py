@@ -14,7 +14,8 @@ parses the reply into tool calls, and keeps every call as a `Segment`.
 
 Reward (`attempt_reward`): 1 when resolved, else the share of FAIL_TO_PASS tests that
 passed; plus weighted auxiliary scores the harness computed with the evals' graders
-(`code_quality` and any other behaviour check a task carries). Nothing is graded here.
+(`code_quality` and any other behaviour check a task carries). Nothing is graded here;
+a change already graded in this process is not graded again (`harness.grade_memo`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.attempt import AttemptEnvironment, run_attempt
+from harness.grade_memo import GradeMemo
 from harness.model import ContextOverflow, ModelReply, ToolCall
 from harness.plan import SandboxPlan
 from harness.results import Attempt, AttemptResult, Status, TestOutcome
@@ -167,6 +169,9 @@ class HarnessEnv:
     max_tokens: int
     sandbox: str = "subprocess"
     aux_weights: dict[str, float] = field(default_factory=lambda: {"code_quality": 0.1})
+    # Grade each distinct change once per process (`harness.grade_memo`): a toy policy
+    # repeats a handful of edits, and grading is most of an attempt's cost.
+    memo_grades: bool = True
     _env: AttemptEnvironment | None = None
     _tokenizer: CodeTokenizer | None = None
     _count: int = 0
@@ -184,6 +189,7 @@ class HarnessEnv:
                 work_dir=self.work_dir / "work",
                 run_dir=self.work_dir / "runs",
                 sandbox=plan,
+                grade_memo=GradeMemo() if self.memo_grades else None,
             )
         return self._env
 

@@ -156,12 +156,13 @@ def held_out_score(
     samples: int,
     seed: int,
     k: int | None = None,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """Mean reward and best-of-k (k = all samples unless given) on held-out tasks, through
-    the harness; the sampling seeds depend on `seed` only, so a flat twin scored with the
-    same `seed` draws the same random numbers."""
+    the harness, and every sample's reward (task by task); the sampling seeds depend on
+    `seed` only, so a flat twin scored with the same `seed` draws the same random numbers
+    (the sampler's draws are coupled: `training.rl.rise`)."""
     sampler = Sampler(model)
-    means, best = [], []
+    means, best, every = [], [], []
     for index, task in enumerate(tasks):
         rewards = [
             env.rollout(task, sampler, 0, seed * 1000 + index * samples + j).reward
@@ -169,7 +170,12 @@ def held_out_score(
         ]
         means.append(sum(rewards) / len(rewards))
         best.append(best_of_k(rewards, k or samples))
-    return {"held_out_reward": sum(means) / len(means), "held_out_best_of_k": sum(best) / len(best)}
+        every += [round(r, 6) for r in rewards]
+    return {
+        "held_out_reward": sum(means) / len(means),
+        "held_out_best_of_k": sum(best) / len(best),
+        "held_out_rewards": every,
+    }
 
 
 def _gate(config: RLConfig, checkpoint: Checkpoint, held_out: list[Path], log: Log) -> str:
@@ -270,7 +276,7 @@ def _write(path: Path, record: dict[str, Any]) -> None:
         handle.write(json.dumps(record) + "\n")
 
 
-def flat_twin(config: RLConfig, versions: list[int]) -> dict[int, dict[str, float]]:
+def flat_twin(config: RLConfig, versions: list[int]) -> dict[int, dict[str, Any]]:
     """The held-out scores a flat twin (lr 0: the run's step-0 weights throughout) gets at
     each of `versions`, with the very sampling seeds the run's checkpoints were scored with:
     the run's noise floor, against which its rise is compared."""

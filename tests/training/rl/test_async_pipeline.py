@@ -87,9 +87,21 @@ def test_lag_zero_gives_importance_ratio_one() -> None:
     assert stats.steps[-1].version == 3
 
 
+def _target_probability(model: Transformer) -> float:
+    """The policy's mean probability of each task's target as its first token: a function
+    of the weights alone, so it shows learning without the sampling noise of rewards."""
+    with torch.no_grad():
+        found = [
+            float(model(torch.tensor([t.prompt])).logits[0, -1].float().softmax(-1)[t.target])
+            for t in TASKS
+        ]
+    return sum(found) / len(found)
+
+
 @pytest.mark.slow  # 12 learner steps with two worker processes: 15-45 s here
 def test_inflight_rl_keeps_the_lag_within_the_bound_and_the_reward_rises() -> None:
     model = moe_policy()
+    before = _target_probability(model)
     config = LearnerConfig(group_size=4, max_tokens=16, lr=3e-2)
     workers = _workers(model, 2, inflight=True, max_tokens=16)
     try:
@@ -100,8 +112,12 @@ def test_inflight_rl_keeps_the_lag_within_the_bound_and_the_reward_rises() -> No
             worker.close()
     assert max(stats.lags) <= 1
     assert max(stats.lags) == 1  # the bound was reached: tokens older than the learner trained
+    # In-flight batches differ from run to run (which worker's rollouts land first), so the
+    # sampled rewards do too: three runs here rose by 0.065, 0.23 and 0.27 (last three steps
+    # against the first three), and the target's probability went from 0.03 to 0.22-0.34.
+    assert _target_probability(model) > 3 * before
     rewards = [step.mean_reward for step in stats.steps]
-    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.1, rewards
+    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.03, rewards
 
 
 def test_lossless_deltas_keep_the_workers_view_bit_exact_and_bf16_is_smaller() -> None:

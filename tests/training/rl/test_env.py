@@ -57,3 +57,24 @@ def test_the_reward_is_the_harness_verdict_plus_the_graders_score(tmp_path: Path
     # a - b passes the one case where b is 0: a third of FAIL_TO_PASS, and no quality score
     reward, parts = rewards["return a - b"]
     assert parts == {"verdict": 1 / 3, "code_quality": 0.0} and reward == 1 / 3
+
+
+@pytest.mark.slow
+def test_a_change_graded_once_is_not_graded_again(tmp_path: Path) -> None:
+    """With a grade memo (an RL environment's), the same edit gets the very verdict its
+    first grading gave, and a different edit is graded afresh."""
+    from harness.grade_memo import GradeMemo
+
+    task = build_micro_tasks(tmp_path / "micro", operations=["sum"])[0].task
+    plan = SandboxPlan()
+    memo = GradeMemo()
+    backend = open_backend("auto", plan.settings())
+    results = []
+    for epoch, line in enumerate(("return a + b", "return a - b", "return a + b")):
+        env = AttemptEnvironment(
+            ScriptedEditFixture(line), backend, tmp_path / "work", tmp_path / "run", plan, memo
+        )
+        results.append(run_attempt(task, Attempt(task_id=task.id, epoch=epoch), env))
+    assert memo.hits == 1 and len(memo.reports) == 2
+    assert [r.status.value for r in results] == ["resolved", "failed", "resolved"]
+    assert results[2].tests == results[0].tests and results[1].tests != results[0].tests
