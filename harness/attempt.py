@@ -69,7 +69,7 @@ class AttemptEnvironment:
     sandbox: SandboxPlan
 
     def open_sandbox(self, task: PreparedTask, scratch: Path) -> Sandbox:
-        return self.backend.open(task.workspace, scratch / "sandbox")
+        return self.backend.open(task.workspace, scratch / "sandbox", python_env=task.python_env)
 
 
 def trajectory_path(attempt: Attempt) -> str:
