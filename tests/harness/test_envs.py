@@ -168,9 +168,30 @@ def test_the_sandbox_shows_the_environment_and_not_the_harness_venv(
         done = box.run(f"test -e {sys.prefix} || echo absent; command -v python pytest", 30)
         assert done.output.split() == ["absent", f"{env}/bin/python", f"{env}/bin/pytest"]
         assert box.run("pytest --version", 30).exit_code == 0
+        assert "read-only" in box.run(f"touch {env}/x || echo read-only", 30).output
     finally:
         box.close()
     assert Path(sys.prefix).resolve() not in python_paths(env)
+
+
+@pytest.mark.docker
+def test_the_docker_sandbox_shows_the_environment_and_not_the_harness_venv(
+    wheels: Path, tmp_path: Path
+) -> None:
+    env = envs.ensure_environment([DEP])
+    (tmp_path / "ws").mkdir()
+    backend = open_backend("docker", SandboxSettings())
+    box = backend.open(tmp_path / "ws", tmp_path / "box", python_env=env)
+    try:
+        probe = "import sys, cbdep, pytest; print(sys.prefix, cbdep.times(2, 3))"
+        done = box.execute([sys.executable, "-c", probe], timeout=60)
+        assert done.output.split() == [str(env), "6"], done.output
+        done = box.run("python -c 'import sqlalchemy'; ls -A " + sys.prefix, 30)
+        assert "ModuleNotFoundError" in done.output and "pyvenv.cfg" not in done.output
+        done = box.run(f"touch {env}/x || echo read-only", 30)
+        assert "read-only" in done.output
+    finally:
+        box.close()
 
 
 def _graded(built: BuiltTask, backend_name: str, scratch: Path) -> tuple[bool, bool]:
