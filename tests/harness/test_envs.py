@@ -15,11 +15,19 @@ import pytest
 from pydantic import ValidationError
 
 from cursorbench.task import Task
-from cursorbench.workspace import BuildError, BuiltTask, build, digested_json
+from cursorbench.workspace import (
+    BuildError,
+    BuiltTask,
+    build,
+    digested_json,
+    ensure_task_environment,
+)
 from harness import envs
 from harness.grading import grade
+from harness.home import harness_dirs
 from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
 from harness.sandbox.bubblewrap import python_paths
+from harness.sandbox.view import env_left_out, scan_roots
 
 DEP = "cbdep==1.0"
 TRIPLER = "def triple(x):\n    return times(x, 3)\n"
@@ -137,14 +145,22 @@ def test_an_environment_is_made_once_offline_and_records_what_it_holds(wheels: P
     assert (env / "READY").stat().st_mtime_ns == made
 
 
-def test_an_environment_holding_the_tasks_package_is_refused(
-    wheels: Path, tmp_path: Path
-) -> None:
+def test_an_environment_holding_the_tasks_package_is_refused(wheels: Path, tmp_path: Path) -> None:
     env = envs.ensure_environment(["cbleaky==1.0"])  # pulls in tripler, the answer
     assert envs.resolved(env)["tripler"] == "1.0"
-    with pytest.raises(envs.EnvironmentFailed, match="(?i)tripler==1.0, the task.s own package"):
+    with pytest.raises(envs.EnvironmentFailed, match=r"(?i)tripler==1\.0, the task's own package"):
         envs.refuse_package(env, "Tripler")
     envs.refuse_package(env, "cbdep")  # anything else is fine
+
+
+@needs_bwrap
+def test_the_leak_scan_walks_the_environment_and_not_the_harness_venv(wheels: Path) -> None:
+    env = envs.ensure_environment([DEP])
+    roots = scan_roots(harness_dirs(), env)  # the build cache holding it is hidden
+    site = next(env.glob("lib/python3*/site-packages"))
+    assert any(root == site or root in site.parents for root in roots)
+    venv = Path(sys.prefix).resolve()
+    assert not any(root == venv or venv in root.parents for root in roots)
 
 
 @needs_bwrap
@@ -169,6 +185,13 @@ def test_the_sandbox_shows_the_environment_and_not_the_harness_venv(
         assert done.output.split() == ["absent", f"{env}/bin/python", f"{env}/bin/pytest"]
         assert box.run("pytest --version", 30).exit_code == 0
         assert "read-only" in box.run(f"touch {env}/x || echo read-only", 30).output
+        paths = "import sys; print(*[p for p in sys.path if p], sep=chr(10))"
+        done = box.execute([sys.executable, "-I", "-c", paths], timeout=30)
+        base = Path(sys.base_prefix).resolve()
+        assert all(Path(p).is_relative_to(env) or Path(p).is_relative_to(base)
+                   for p in done.output.split()), done.output  # fmt: skip
+        for left_out in env_left_out():  # the base's own site-packages, test suite, ...
+            assert box.run(f"ls -A {left_out}", 30).output.strip() == "", left_out
     finally:
         box.close()
     assert Path(sys.prefix).resolve() not in python_paths(env)
@@ -195,8 +218,8 @@ def test_the_docker_sandbox_shows_the_environment_and_not_the_harness_venv(
 
 
 def _graded(built: BuiltTask, backend_name: str, scratch: Path) -> tuple[bool, bool]:
-    backend = open_backend(backend_name, SandboxSettings(hidden=tuple(built.prepared().secret_paths)))
     prepared = built.prepared()
+    backend = open_backend(backend_name, SandboxSettings(hidden=tuple(prepared.secret_paths)))
     solved = grade(prepared, built.reference_patch, backend, scratch / "ref")
     unsolved = grade(prepared, "", backend, scratch / "base")
     assert solved.resolved, solved.output[-2000:] or solved.error
@@ -227,8 +250,6 @@ def test_a_task_whose_environment_holds_its_package_does_not_build(
     task = tripler_task(tmp_path, ["cbleaky==1.0"])
     package = {"kind": "package", "name": "tripler", "version": "1.0", "sha256": "0" * 64}
     leaky = Task.model_validate(task.model_dump() | {"source": package, "path": task.path})
-    from cursorbench.workspace import ensure_task_environment
-
-    with pytest.raises(BuildError, match="environment: .*the task's own package"):
+    with pytest.raises(BuildError, match=r"environment: .*the task's own package"):
         ensure_task_environment(leaky)
     assert os.path.isdir(envs.environment_path(["cbleaky==1.0"]))
