@@ -33,16 +33,33 @@ DEP = "cbdep==1.0"
 TRIPLER = "def triple(x):\n    return times(x, 3)\n"
 CORE = f"from cbdep import times\n\n\n{TRIPLER}"
 TESTS = """import cbdep
-from tripler.core import triple
+from tripler import core
 
 
-def test_triple():
-    assert triple(4) == 12
+def test_triple_of_four():
+    assert core.triple(4) == 12
+
+
+def test_triple_of_zero():
+    assert core.triple(0) == 0
+
+
+def test_triple_of_a_negative():
+    assert core.triple(-2) == -6
+
+
+def test_triple_of_a_string():
+    assert core.triple("ab") == "ababab"
+
+
+def test_triple_of_a_list():
+    assert core.triple([1]) == [1, 1, 1]
 
 
 def test_the_dependency_is_the_environments():
     assert cbdep.times(2, 5) == 10
 """
+FAIL_TO_PASS = ["four", "zero", "a_negative", "a_string", "a_list"]
 needs_bwrap = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
 
 
@@ -98,7 +115,7 @@ def tripler_task(tmp_path: Path, requirements: list[str]) -> Task:
         "verification": {
             "test_args": ["tests"],
             "hidden_tests": ["tests/test_core.py"],
-            "fail_to_pass": ["tests/test_core.py::test_triple"],
+            "fail_to_pass": [f"tests/test_core.py::test_triple_of_{n}" for n in FAIL_TO_PASS],
             "pass_to_pass": ["tests/test_core.py::test_the_dependency_is_the_environments"],
         },
         "environment": {"requirements": requirements},
@@ -235,6 +252,21 @@ def test_a_task_with_an_environment_builds_and_grades_on_bubblewrap(
     assert built.python_env == envs.environment_path([DEP])
     assert built.prepared().python_env == built.python_env
     assert _graded(built, "bubblewrap", tmp_path / "grade") == (True, False)
+    # Control: the same task in the harness's venv, which lacks cbdep, is never resolved.
+    bare = build(built.task.model_copy(update={"environment": None}), scan=False)
+    assert bare.python_env is None
+    control = grade(bare.prepared(), bare.reference_patch, open_backend("bubblewrap"), tmp_path)
+    assert not control.resolved and "No module named 'cbdep'" in control.output
+
+
+@pytest.mark.slow
+@needs_bwrap
+def test_a_task_with_an_environment_passes_full_validation(wheels: Path, tmp_path: Path) -> None:
+    from cursorbench.checks import validate_full
+
+    record = validate_full(build(tripler_task(tmp_path, [DEP])), "bubblewrap")
+    assert record.valid, record.problems
+    assert record.coverage == 1.0 and len(record.perturbations) == 3
 
 
 @pytest.mark.slow
