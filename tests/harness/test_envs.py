@@ -285,3 +285,28 @@ def test_a_task_whose_environment_holds_its_package_does_not_build(
     with pytest.raises(BuildError, match=r"environment: .*the task's own package"):
         ensure_task_environment(leaky)
     assert os.path.isdir(envs.environment_path(["cbleaky==1.0"]))
+
+
+def test_a_task_with_an_environment_is_not_exported_to_harbor(tmp_path: Path) -> None:
+    from cursorbench.harbor import ExportSkipped, export_task
+
+    built = BuiltTask(tripler_task(tmp_path, [DEP]), "x", tmp_path / "built")
+    with pytest.raises(ExportSkipped, match="an environment of its own"):
+        export_task(built, tmp_path / "out", "image:tag")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_worker_without_the_tasks_environment_says_so(tmp_path: Path) -> None:
+    from harness.remote import AttemptJob, pack_task, unpack_task
+    from harness.results import Attempt
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "hidden").mkdir()
+    built = BuiltTask(tripler_task(tmp_path, [DEP]), "x", tmp_path)
+    prepared = built.prepared().model_copy(
+        update={"workspace": tmp_path / "ws", "hidden_dir": tmp_path / "hidden",
+                "python_env": tmp_path / "elsewhere"}
+    )  # fmt: skip
+    job = AttemptJob(prepared, Attempt(task_id=prepared.id, epoch=0), digest="d")
+    with pytest.raises(envs.EnvironmentFailed, match="is not on this worker"):
+        unpack_task(job, pack_task(prepared), tmp_path / "cache")
