@@ -77,6 +77,7 @@ from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
+from harness.sandbox.registry import with_python_env
 from harness.spec import Verification
 
 PRISTINE_RUNS = 3
@@ -152,7 +153,7 @@ def package_label(built: BuiltTask) -> str:
 def backend_for(built: BuiltTask, backend: str) -> SandboxBackend:
     sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(scan_hidden_paths(built.task))))
     sandboxes.self_test(cache_home() / "self-test")
-    return sandboxes
+    return with_python_env(sandboxes, built.python_env)
 
 
 def network_signature(output: str) -> str:
@@ -182,6 +183,11 @@ def network_problem(runs: list[SuiteRun]) -> str | None:
 
 def _runs_key(*parts: object) -> str:
     return hashlib.sha256(json.dumps([RUNS_VERSION, *parts]).encode()).hexdigest()[:24]
+
+
+def _env_key(built: BuiltTask) -> list[str]:
+    """The task's environment as part of a cached run's key (none for the harness's own)."""
+    return [] if built.python_env is None else [built.python_env.name]
 
 
 def _load_runs(path: Path) -> list[SuiteRun] | None:
@@ -220,7 +226,9 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
     """The original tree's runs, cached per tree and test arguments (tasks of one package
     share them)."""
     test_args = listed_tests(built).test_args
-    key = _runs_key(BUILDER_VERSION, PRISTINE_RUNS, tree_digest(built.original), test_args)
+    key = _runs_key(
+        BUILDER_VERSION, PRISTINE_RUNS, tree_digest(built.original), test_args, *_env_key(built)
+    )
     cached = cache_home() / "pristine" / f"{key}.json"
     runs = _load_runs(cached)
     if runs is None:
@@ -266,7 +274,7 @@ def perturbed_runs(
             problems.append(f"perturbation not applied: {why}")
             continue
         how = [PERTURB_VERSION, perturbation.model_dump()]
-        key = _runs_key(BUILDER_VERSION, how, digest, test_args)
+        key = _runs_key(BUILDER_VERSION, how, digest, test_args, *_env_key(built))
         cached = cache_home() / "perturbed" / f"{key}.json"
         found = _load_runs(cached)
         if found is None:
@@ -290,7 +298,11 @@ def broken_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Su
     """The workspace with the hidden tests laid over it, cached by both trees' digests."""
     test_args = listed_tests(built).test_args
     key = _runs_key(
-        BUILDER_VERSION, tree_digest(built.workspace), tree_digest(built.hidden), test_args
+        BUILDER_VERSION,
+        tree_digest(built.workspace),
+        tree_digest(built.hidden),
+        test_args,
+        *_env_key(built),
     )
     cached = cache_home() / "broken" / f"{key}.json"
     found = _load_runs(cached)

@@ -60,6 +60,8 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
             f"{task.id}: its verification (kind {task.verification.kind}) is not graded by "
             "a run over the agent's change, which is all a Harbor verifier here can do"
         )
+    if task.environment is not None:  # the image holds the harness's Python, not this one
+        raise ExportSkipped(f"{task.id}: it runs in an environment of its own, not exported yet")
     target = out / task.id
     if target.exists():
         shutil.rmtree(target)

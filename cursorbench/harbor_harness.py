@@ -32,7 +32,7 @@ def write_harness_tests(built: BuiltTask, folder: Path, image: str, python: str)
     else:
         (folder / "hidden").mkdir()
     prepared = built.prepared().model_dump(mode="json")
-    for host_only in ("workspace", "hidden_dir", "secret_paths"):
+    for host_only in ("workspace", "hidden_dir", "secret_paths", "python_env"):  # none here
         prepared.pop(host_only, None)
     (folder / "task.json").write_text(json.dumps(prepared, indent=1) + "\n")
     shutil.copy2(VERIFIER_SOURCE, folder / "cursorbench_harness_verifier.py")

@@ -118,9 +118,10 @@ def workspace_leaks(workspace: Path, patterns: Sequence[str]) -> list[Leak]:
     return leaks
 
 
-def environment_roots(hidden: Sequence[Path]) -> list[Path]:
-    """What a sandbox shows besides the workspace (its view), hidden paths left out."""
-    return scan_roots(hidden)
+def environment_roots(hidden: Sequence[Path], python_env: Path | None = None) -> list[Path]:
+    """What a sandbox shows besides the workspace (its view), hidden paths left out; with a
+    task's environment, that environment in place of the harness's."""
+    return scan_roots(hidden, python_env)
 
 
 def environment_leaks(
@@ -193,14 +194,16 @@ def scan(
     hidden_paths: Sequence[Path],
     cache: Path | None = None,
     allow: Mapping[str, str] | None = None,
+    python_env: Path | None = None,
 ) -> list[Leak]:
     """Every leak of a built task; an empty list means the build may be used. The
-    environment's results are cached in `cache` (default: the build cache's `leak-scan/`)."""
+    environment's results are cached in `cache` (default: the build cache's `leak-scan/`).
+    `python_env`: the task's own environment, which its sandboxes show."""
     patterns = distinctive_lines(answer_lines(reference_patch, hidden), workspace)
     leaks = structure_leaks(workspace)
     leaks += workspace_leaks(workspace, patterns)
     leaks += spec_leaks(workspace, deleted_names(reference_patch, workspace), allow or {})
-    roots = environment_roots(hidden_paths)
+    roots = environment_roots(hidden_paths, python_env)
     found = environment_leaks(patterns, roots, cache or build_cache() / "leak-scan")
     return leaks + [Leak(inside_path(leak.where), leak.why) for leak in found]
 

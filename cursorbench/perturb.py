@@ -32,7 +32,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from harness.results import TestOutcome
-from harness.sandbox.bubblewrap import with_sandbox_python
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import Sandbox, SandboxBackend
 
@@ -235,7 +234,7 @@ class PerturbedSandbox:
         return self.inner.root
 
     def execute(self, argv: Sequence[str], **options: Any) -> Completed:
-        command = with_sandbox_python(argv)
+        command = list(argv)  # the inner sandbox names its interpreter (`with_sandbox_python`)
         values = self.perturbation.env()
         place = pytest_position(command)
         if place is not None and self.perturbation.uses_plugin():
@@ -283,6 +282,7 @@ class PerturbedBackend:
         scratch: Path,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> PerturbedSandbox:
         if self.perturbation.uses_plugin():
             if overlay is None:
@@ -292,7 +292,7 @@ class PerturbedBackend:
             folder = overlay / PLUGIN_DIR
             folder.mkdir(exist_ok=True)
             (folder / f"{PLUGIN}.py").write_text(_PLUGIN_SOURCE, encoding="utf-8")
-        inner = self.inner.open(workspace, scratch, overlay, track_changes)
+        inner = self.inner.open(workspace, scratch, overlay, track_changes, python_env=python_env)
         return PerturbedSandbox(inner, self.perturbation)
 
     def self_test(self, scratch: Path) -> None:

@@ -8,6 +8,7 @@ mutation. Building a workspace from a task lives in `workspace.py`.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
@@ -65,6 +66,10 @@ class HarborSource(Spec):
     workspace: str = Field(description="The folder its Dockerfile copies in, relative to it.")
 
 
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 Source = Annotated[FolderSource | PackageSource | HarborSource, Field(discriminator="kind")]
 
 
@@ -114,6 +119,19 @@ class Mutation(Spec):
     operations: list[Operation] = Field(min_length=1)
 
 
+PINNED = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?==[A-Za-z0-9][A-Za-z0-9.+!_-]*$"
+
+
+class Environment(Spec):
+    """A Python environment of the task's own (`harness/envs.py`): its sandboxes show it
+    instead of the harness's, so the package's test dependencies need not be the harness's.
+    pytest and coverage, at the harness's versions, are always added."""
+
+    requirements: list[Annotated[str, Field(pattern=PINNED)]] = Field(
+        default_factory=list, description="Pinned `name==version`: the tests' dependencies."
+    )
+
+
 class Task(Spec):
     format_version: Literal[1] = TASK_FORMAT_VERSION
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
@@ -139,6 +157,8 @@ class Task(Spec):
     # When the source's release came out (a task factory's freshness record, ISO date): a
     # model can be scored on tasks newer than its training cutoff. Not part of the build.
     released: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    # The task's own Python environment; absent: the harness's (the v1 suite's tasks).
+    environment: Environment | None = None
 
     # Where the file was loaded from; not part of the file itself.
     path: Path | None = Field(default=None, exclude=True)
@@ -174,6 +194,18 @@ class Task(Spec):
         unsafe = [p for p in self.authored_tests if p.startswith("/") or ".." in p.split("/")]
         if unsafe:
             raise ValueError(f"authored test {unsafe[0]} is not a relative path inside the tree")
+        return self
+
+    @model_validator(mode="after")
+    def _environment_lacks_the_package(self) -> Task:
+        if self.environment is None or not isinstance(self.source, PackageSource):
+            return self
+        own = _canonical(self.source.name)
+        for requirement in self.environment.requirements:
+            if _canonical(requirement.split("==")[0]) == own:
+                raise ValueError(
+                    f"environment: {requirement} is the task's own package (the answer)"
+                )
         return self
 
     def authored_dir(self) -> Path:

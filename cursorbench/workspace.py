@@ -38,6 +38,7 @@ from cursorbench.task import (
     ReplaceText,
     Task,
 )
+from harness.envs import EnvironmentFailed, ensure_environment, environment_path, refuse_package
 from harness.errors import CursorBenchError
 from harness.home import build_cache, build_once, harness_dirs
 from harness.home import cache_home as cache_home  # imported from here by many modules
@@ -75,6 +76,11 @@ class BuiltTask:
         return self.root / "hidden"
 
     @property
+    def python_env(self) -> Path | None:
+        """The task's own Python environment (made by `build`), None for the harness's."""
+        return environment_of(self.task)
+
+    @property
     def reference_patch(self) -> str:
         return (self.root / "reference.patch").read_text()
 
@@ -101,6 +107,7 @@ class BuiltTask:
             verification=with_behaviour_checks(task.verification, task.behaviour_checks),
             limits=task.limits,
             secret_paths=secret_paths(task),
+            python_env=self.python_env,
             restored_functions=self.restored_functions(),
         )
 
@@ -146,9 +153,16 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
+def digested_json(task: Task) -> str:
+    """The task file as its digest reads it: `released` is no build input, and an absent
+    `environment` is left out, so tasks written before it keep their digests."""
+    unset = {"environment"} if task.environment is None else set()
+    return task.model_dump_json(exclude={"released", *unset})
+
+
 def task_digest(task: Task) -> str:
     digest = hashlib.sha256(BUILDER_VERSION.encode())
-    digest.update(task.model_dump_json(exclude={"released"}).encode())  # no build input
+    digest.update(digested_json(task).encode())
     if isinstance(task.source, FolderSource):
         source = task.source_dir()
         if not source.is_dir():
@@ -223,6 +237,7 @@ def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask
     root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
     if isinstance(task.source, PackageSource):
         source_tree(task, cache)  # the sdist's hash is checked on every build
+    ensure_task_environment(task)  # before the leak scan, which reads it too
 
     def fill(staging: Path) -> None:
         _build_into(task, staging, source_tree(task, cache))
@@ -233,11 +248,37 @@ def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask
     return BuiltTask(task, digest, root)
 
 
+def environment_of(task: Task) -> Path | None:
+    """Where the task's own Python environment is kept; None: it runs in the harness's."""
+    if task.environment is None:
+        return None
+    return environment_path(task.environment.requirements)
+
+
+def ensure_task_environment(task: Task) -> Path | None:
+    """The task's environment, made unless it is made already; refused when it holds the
+    task's own package."""
+    if task.environment is None:
+        return None
+    try:
+        env = ensure_environment(task.environment.requirements)
+        if isinstance(task.source, PackageSource):
+            refuse_package(env, task.source.name)
+    except EnvironmentFailed as error:
+        raise BuildError(f"task {task.id}: environment: {error}") from None
+    return env
+
+
 def check_leaks(task: Task, root: Path) -> None:
     """Fails the build when the answer can be read from the workspace or the environment."""
     patch = (root / "reference.patch").read_text(encoding="utf-8")
     found = leaks.scan(
-        root / "workspace", patch, root / "hidden", scan_hidden_paths(task), allow=task.leak_allow
+        root / "workspace",
+        patch,
+        root / "hidden",
+        scan_hidden_paths(task),
+        allow=task.leak_allow,
+        python_env=environment_of(task),
     )
     if found:
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""

@@ -71,7 +71,7 @@ class AttemptEnvironment:
     grade_memo: GradeMemo | None = None  # an RL environment's, never an evaluation's
 
     def open_sandbox(self, task: PreparedTask, scratch: Path) -> Sandbox:
-        return self.backend.open(task.workspace, scratch / "sandbox")
+        return self.backend.open(task.workspace, scratch / "sandbox", python_env=task.python_env)
 
 
 def trajectory_path(attempt: Attempt) -> str:

@@ -160,9 +160,13 @@ class GuardedBackend:
         scratch: Path,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> GuardedSandbox:
         with harness_step(f"the {self.name} sandbox did not start"):
-            return GuardedSandbox(self._inner.open(workspace, scratch, overlay, track_changes))
+            inner = self._inner.open(
+                workspace, scratch, overlay, track_changes, python_env=python_env
+            )
+            return GuardedSandbox(inner)
 
     def self_test(self, scratch: Path) -> None:
         self._inner.self_test(scratch)

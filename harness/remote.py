@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.attempt import AttemptEnvironment, run_attempt, trajectory_path
-from harness.home import build_once, cache_home
+from harness.envs import EnvironmentFailed
+from harness.home import READY_MARKER, build_once, cache_home
 from harness.model import OpenAIChatModel
 from harness.plan import RunPlan
 from harness.results import Attempt, AttemptResult, Failure, Status
@@ -72,6 +73,12 @@ def unpack_task(job: AttemptJob, packed: bytes, cache: Path) -> PreparedTask:
             archive.extractall(staging, filter="tar")
 
     build_once(root, job.digest, unpack, marker=READY)
+    env = job.task.python_env
+    if env is not None and not (env / READY_MARKER).is_file():  # a path on the building machine
+        raise EnvironmentFailed(
+            f"task {job.task.id}: its environment {env} is not on this worker (workers on "
+            "other machines do not make task environments yet)"
+        )
     secret = [path for path in job.task.secret_paths if path.exists()]
     return job.task.model_copy(
         update={

@@ -109,6 +109,11 @@ class PreparedTask(Frozen):
         default_factory=list,
         description="Host paths the agent must not see (task sources, their git history).",
     )
+    python_env: Path | None = Field(
+        default=None,
+        description="The task's own Python environment (harness/envs.py), shown in its "
+        "sandboxes instead of the harness's [default: the harness's].",
+    )
     restored_functions: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Functions the reference restores, by file (`f`, `C.m`): the twin run "

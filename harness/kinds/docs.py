@@ -103,7 +103,9 @@ def run_probe(
         source = PROBE.read_text(encoding="utf-8")
     change = grading_change(patch, check.protected_paths, protected_files(task.workspace, check))
     nonce = secrets.token_hex(16)
-    sandbox = backend.open(task.workspace, scratch / "sandbox", track_changes=False)
+    sandbox = backend.open(
+        task.workspace, scratch / "sandbox", track_changes=False, python_env=task.python_env
+    )
     try:
         sandbox.apply_patch(change.patch)
         argv = [sys.executable, "-P", "-c", source, REPORT_PLACEHOLDER, sandbox.root,

@@ -228,7 +228,13 @@ def run_variant(
     config = pytest_config(task.workspace)
     if config is None:
         (overlay / EMPTY_CONFIG).write_text("[pytest]\n")
-    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
+    sandbox = backend.open(
+        task.workspace,
+        scratch / "sandbox",
+        overlay,
+        track_changes=False,
+        python_env=task.python_env,
+    )
     try:
         sandbox.apply_patch(patch)
         argv = pytest_argv(test_paths, sandbox.root, f"{sandbox.root}/{config or EMPTY_CONFIG}")

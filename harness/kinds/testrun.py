@@ -236,7 +236,13 @@ def _open(
 ) -> Sandbox:
     """A grading sandbox with the change applied; always at the same path (the twin's too)."""
     shutil.rmtree(scratch / "sandbox", ignore_errors=True)
-    sandbox = backend.open(task.workspace, scratch / "sandbox", overlay, track_changes=False)
+    sandbox = backend.open(
+        task.workspace,
+        scratch / "sandbox",
+        overlay,
+        track_changes=False,
+        python_env=task.python_env,
+    )
     try:
         sandbox.apply_patch(patch)
     except BaseException:

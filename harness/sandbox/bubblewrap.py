@@ -77,10 +77,20 @@ class BubblewrapJail:
     name = "bubblewrap"
     confined = True
 
-    def __init__(self, hidden: Sequence[Path] = (), max_file_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(
+        self,
+        hidden: Sequence[Path] = (),
+        max_file_bytes: int = MAX_FILE_BYTES,
+        python_env: Path | None = None,
+    ) -> None:
         self.hidden = tuple(hidden)
         self.max_file_bytes = max_file_bytes
+        self.python_env = python_env  # a task's environment shown instead of the harness's
         self.uid = SANDBOX_UID if unprivileged_user_available() else None
+
+    def for_env(self, python_env: Path | None) -> BubblewrapJail:
+        """This jail showing `python_env` (None: the harness's environment)."""
+        return BubblewrapJail(self.hidden, self.max_file_bytes, python_env)
 
     def workspace_path(self, host: Path) -> str:
         return WORKSPACE
@@ -118,7 +128,12 @@ class BubblewrapJail:
         from harness.sandbox.seccomp import seccomp_file  # optional: None where unsupported
 
         options = bwrap_options(
-            mounts, cwd, self.hidden, keep_setuid=keep_setuid, extra_caps=extra_caps
+            mounts,
+            cwd,
+            self.hidden,
+            keep_setuid=keep_setuid,
+            extra_caps=extra_caps,
+            python_env=self.python_env,
         )
         wrapped = Wrapped(argv=[])
         filter_path = seccomp_file()
@@ -148,8 +163,18 @@ class UnconfinedJail:
     confined = False
     uid: int | None = None
 
-    def __init__(self, hidden: Sequence[Path] = (), max_file_bytes: int = MAX_FILE_BYTES) -> None:
+    def __init__(
+        self,
+        hidden: Sequence[Path] = (),
+        max_file_bytes: int = MAX_FILE_BYTES,
+        python_env: Path | None = None,
+    ) -> None:
+        self.hidden = tuple(hidden)
         self.max_file_bytes = max_file_bytes
+        self.python_env = python_env  # its python comes first on PATH; nothing is hidden
+
+    def for_env(self, python_env: Path | None) -> UnconfinedJail:
+        return UnconfinedJail(self.hidden, self.max_file_bytes, python_env)
 
     def workspace_path(self, host: Path) -> str:
         return str(host)
@@ -190,27 +215,49 @@ def unprivileged_user_available() -> bool:
     return os.geteuid() == 0 and shutil.which("setpriv") is not None
 
 
-def python_bin_dir() -> Path:
+def python_bin_dir(env: Path | None = None) -> Path:
     """The running interpreter's folder, absolute and without `..`: `sys.executable` keeps the
-    path it was started by (`../venv/bin/python`), which means nothing inside a sandbox."""
+    path it was started by (`../venv/bin/python`), which means nothing inside a sandbox. With
+    a task's environment (`harness/envs.py`), that environment's `bin`."""
+    if env is not None:
+        return env / "bin"
     return Path(sys.executable).parent.resolve()
 
 
-def sandbox_python() -> str:
-    """The running interpreter as a sandboxed command can start it (see `python_bin_dir`)."""
+def sandbox_python(env: Path | None = None) -> str:
+    """The interpreter a sandboxed command starts (see `python_bin_dir`): the running one, or
+    the task's environment's."""
+    if env is not None:
+        return str(env / "bin" / "python")
     return str(python_bin_dir() / Path(sys.executable).name)
 
 
-def with_sandbox_python(argv: Sequence[str]) -> list[str]:
+def with_sandbox_python(argv: Sequence[str], env: Path | None = None) -> list[str]:
     """`argv`, with the harness's own `sys.executable` (grading's `python -P -m pytest`) as
-    `sandbox_python()`: a `..` in the path would walk through folders the sandbox lacks."""
-    if argv and argv[0] == sys.executable:
-        return [sandbox_python(), *argv[1:]]
-    return list(argv)
+    `sandbox_python(env)` where it is the program started, also through `/usr/bin/env K=V`
+    (a perturbed run's): a `..` in the path would walk through folders the sandbox lacks,
+    and a task's environment replaces the harness's interpreter altogether."""
+    command = list(argv)
+    start = 1 if command[:1] == ["/usr/bin/env"] else 0
+    while start and start < len(command) and "=" in command[start]:
+        start += 1
+    if start < len(command) and command[start] in (sys.executable, sandbox_python()):
+        command[start] = sandbox_python(env)
+    return command
 
 
-def python_paths() -> list[Path]:
-    """The running interpreter's environment: sandboxed commands need it, even under /tmp."""
+def base_python() -> Path:
+    """The base interpreter the running one was made from (the running one outside a venv)."""
+    return Path(getattr(sys, "_base_executable", None) or sys.executable)
+
+
+def python_paths(env: Path | None = None) -> list[Path]:
+    """The running interpreter's environment: sandboxed commands need it, even under /tmp.
+    With a task's environment, that environment and the base interpreter, never the
+    harness's own venv."""
+    if env is not None:
+        paths = {env, Path(sys.base_prefix).resolve(), base_python().resolve().parent}
+        return sorted(path for path in paths if path.is_dir())
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
     paths.add(python_bin_dir())
     return sorted(path for path in paths if path.is_dir())
@@ -271,8 +318,9 @@ def bwrap_options(
     *,
     keep_setuid: bool = False,
     extra_caps: Sequence[str] = (),
+    python_env: Path | None = None,
 ) -> list[str]:
-    from harness.sandbox.view import python_left_out
+    from harness.sandbox.view import env_left_out, python_left_out
 
     system = system_tops()
     args = [*system_mounts(), "--dev", "/dev", "--proc", "/proc"]
@@ -280,14 +328,15 @@ def bwrap_options(
         if os.path.exists(interface):
             args += ["--ro-bind", interface, interface]
     args += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/var/tmp"]
-    pythons = python_paths()
+    pythons = python_paths(python_env)
     made: set[str] = set()
     for path in pythons:
         args += _parent_dirs(str(path), made, system)
         args += ["--ro-bind", str(path), str(path)]
     # Hidden paths matter only where they lie inside something shown; the system tree
     # holds nothing but the allow-list, so only the Python folders can hold them.
-    for path in [*python_left_out(), *hidden]:
+    left_out = python_left_out() if python_env is None else env_left_out()
+    for path in [*left_out, *hidden]:
         if not _shown(path, pythons):
             continue
         if path.is_dir():
@@ -350,9 +399,10 @@ def default_hidden_paths() -> list[Path]:
     ]
 
 
-def scrubbed_env(home: str) -> dict[str, str]:
-    """The environment a sandboxed command sees: nothing of the harness's own."""
-    python_bin = str(python_bin_dir())
+def scrubbed_env(home: str, python_env: Path | None = None) -> dict[str, str]:
+    """The environment a sandboxed command sees: nothing of the harness's own (its `python`
+    is the task's environment's, when it has one)."""
+    python_bin = str(python_bin_dir(python_env))
     return {
         "PATH": os.pathsep.join([python_bin, "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": home,

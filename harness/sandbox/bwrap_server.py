@@ -56,7 +56,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.sandbox import cmdgroups
-from harness.sandbox.bubblewrap import BubblewrapJail, Mount, scrubbed_env
+from harness.sandbox.bubblewrap import BubblewrapJail, Mount, sandbox_python, scrubbed_env
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
 from harness.sandbox.limits import SandboxCgroup
 from harness.sandbox.process import Completed
@@ -119,7 +119,12 @@ class CommandServer:
             listener.bind(str(self.socket))
             listener.listen(64)
             source = _pipe_holding(SERVER_SOURCE.encode())  # keeps /proc/1/cmdline short
-            server = [sys.executable, "-I", "-S", f"/dev/fd/{source}", f"fd:{listener.fileno()}"]
+            python = (
+                sys.executable
+                if self.jail.python_env is None
+                else sandbox_python(self.jail.python_env)
+            )
+            server = [python, "-I", "-S", f"/dev/fd/{source}", f"fd:{listener.fileno()}"]
             mounts = [Mount(self.workspace, self.root, writable=True)]
             namespace = os.readlink("/proc/self/ns/pid")  # the server refuses to run in it
             argv = [*server, "", namespace, *FRESH_FOLDERS]  # "": bubblewrap's filter covers all
@@ -134,7 +139,7 @@ class CommandServer:
                     self._proc = subprocess.Popen(
                         wrapped.argv,
                         cwd="/",
-                        env=scrubbed_env("/tmp"),
+                        env=scrubbed_env("/tmp", self.jail.python_env),
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.PIPE,
                         stderr=log,
@@ -223,7 +228,7 @@ class CommandServer:
                     argv,
                     uid=self.uid,
                     cwd=self.root,
-                    env=scrubbed_env("/tmp") | dict(env or {}),
+                    env=scrubbed_env("/tmp", self.jail.python_env) | dict(env or {}),
                     timeout=timeout,
                     file_bytes=self.jail.max_file_bytes,
                     stdin=stdin,

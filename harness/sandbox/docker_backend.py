@@ -61,6 +61,7 @@ from harness.sandbox.baseline import NOT_CHANGES, diff_env, git_env
 from harness.sandbox.bubblewrap import (
     empty_file,
     python_paths,
+    sandbox_python,
     scrubbed_env,
     with_sandbox_python,
 )
@@ -122,8 +123,10 @@ class DockerSandbox(WorkspaceFiles):
         settings: SandboxSettings,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> None:
         self.client = client
+        self.python_env = python_env
         self.folder = folder
         self.settings = settings
         self.limits = settings.limits
@@ -180,10 +183,14 @@ class DockerSandbox(WorkspaceFiles):
             BASELINE: f"rw,nosuid,nodev,size={disk},uid={GRADER_UID},gid={GRADER_UID},mode=0755",
         }
         volumes = {str(self.control): {"bind": CONTROL, "mode": "rw"}}
-        shown = [*python_paths()]
+        shown = [*python_paths(self.python_env)]
         for path in shown:  # an environment under /tmp (a CI clone): the tmpfs would hide it
             if any(str(path).startswith(folder + "/") for folder in ("/tmp", "/var/tmp")):
                 volumes[str(path)] = {"bind": str(path), "mode": "ro"}
+        if self.python_env is not None:  # at its own path: its python links to the image's
+            volumes[str(self.python_env)] = {"bind": str(self.python_env), "mode": "ro"}
+            for path in _harness_venv():  # the image holds it; this sandbox must not show it
+                tmpfs[str(path)] = "ro,size=4k"
         for path in self.settings.hidden:  # secrets inside what the image holds: covered
             if not any(path == root or root in path.parents for root in shown):
                 continue
@@ -192,7 +199,8 @@ class DockerSandbox(WorkspaceFiles):
             elif path.exists():
                 volumes[str(empty_file())] = {"bind": str(path), "mode": "ro"}
         command = [
-            sys.executable,  # the image holds the harness's own interpreter at its path
+            # the image holds the harness's own interpreter at its path
+            sys.executable if self.python_env is None else sandbox_python(self.python_env),
             "-I",
             "-c",
             SERVER_SOURCE,
@@ -284,7 +292,7 @@ class DockerSandbox(WorkspaceFiles):
                     argv,
                     uid=uid,
                     cwd=WORKSPACE,
-                    env=scrubbed_env("/tmp") | dict(env or {}),
+                    env=scrubbed_env("/tmp", self.python_env) | dict(env or {}),
                     timeout=timeout,
                     file_bytes=self.limits.file_bytes,
                     stdin=stdin,
@@ -336,7 +344,7 @@ class DockerSandbox(WorkspaceFiles):
     ) -> Completed:
         uid = AGENT_UID if read_only else self.owner
         done = self._run(
-            with_sandbox_python(argv),
+            with_sandbox_python(argv, self.python_env),
             uid,
             timeout=timeout,
             stdin=stdin,
@@ -394,6 +402,14 @@ class DockerSandbox(WorkspaceFiles):
                 unmount(self.control)
             self._control_mounted = False
         remove_tree(self.folder)
+
+
+def _harness_venv() -> list[Path]:
+    """The harness's own virtual environment, where it runs in one (else nothing: the base
+    interpreter's site-packages are not in the image)."""
+    if Path(sys.prefix).resolve() == Path(sys.base_prefix).resolve():
+        return []
+    return [Path(sys.prefix).resolve()]
 
 
 def _container_cgroup(container: Container, limits: ResourceLimits) -> SandboxCgroup | None:
@@ -486,9 +502,17 @@ class DockerBackend:
         scratch: Path,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> DockerSandbox:
         return DockerSandbox(
-            self.client, self.image, workspace, scratch, self.settings, overlay, track_changes
+            self.client,
+            self.image,
+            workspace,
+            scratch,
+            self.settings,
+            overlay,
+            track_changes,
+            python_env,
         )
 
     def self_test(self, scratch: Path) -> None:

@@ -117,8 +117,9 @@ class LocalSandbox(WorkspaceFiles):
         settings: SandboxSettings,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> None:
-        self.jail = jail
+        self.jail = jail if python_env is None else jail.for_env(python_env)
         self.folder = folder
         self.settings = settings
         self.limits = settings.limits
@@ -186,7 +187,7 @@ class LocalSandbox(WorkspaceFiles):
         baseline: bool = False,
         errors: str = "replace",
     ) -> Completed:
-        argv = with_sandbox_python(argv)
+        argv = with_sandbox_python(argv, self.jail.python_env)
         if self.server is not None and not read_only and not baseline:
             with self.settings.command_slots or nullcontext():
                 served = self.server.run(
@@ -213,7 +214,7 @@ class LocalSandbox(WorkspaceFiles):
                 done = run_process(
                     wrapped.argv,
                     cwd=self.host_workspace if not self.jail.confined else Path("/"),
-                    env=scrubbed_env(home) | dict(env or {}),
+                    env=scrubbed_env(home, self.jail.python_env) | dict(env or {}),
                     timeout=timeout,
                     report=report,
                     stdin=stdin,
@@ -285,10 +286,11 @@ class LocalBackend:
         scratch: Path,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> LocalSandbox:
         try:
             return LocalSandbox(
-                self.jail, workspace, scratch, self.settings, overlay, track_changes
+                self.jail, workspace, scratch, self.settings, overlay, track_changes, python_env
             )
         except BaselineError as error:
             raise SandboxUnavailable(f"cannot open a {self.name} sandbox: {error}") from None

@@ -97,10 +97,13 @@ class SandboxBackend(Protocol):
         scratch: Path,
         overlay: Path | None = None,
         track_changes: bool = True,
+        python_env: Path | None = None,
     ) -> Sandbox:
         """A sandbox over a copy of `workspace` (plus `overlay`'s files laid over it), kept
         under the host folder `scratch`, which the backend owns until `close`. Without
-        `track_changes` it cannot `diff` (grading needs none, and skips the snapshot)."""
+        `track_changes` it cannot `diff` (grading needs none, and skips the snapshot). With
+        `python_env` (a task's environment, `harness/envs.py`) that environment is shown,
+        read-only, instead of the harness's, and every Python command runs in it."""
         ...
 
     def self_test(self, scratch: Path) -> None:

@@ -7,6 +7,7 @@ tests in `tests/harness/test_sandbox_contract.py` pin what it must do.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from harness.sandbox.bubblewrap import (
     BubblewrapJail,
@@ -14,7 +15,7 @@ from harness.sandbox.bubblewrap import (
     bubblewrap_problem,
 )
 from harness.sandbox.local import LocalBackend, SandboxSettings
-from harness.sandbox.protocol import SandboxBackend, SandboxUnavailable
+from harness.sandbox.protocol import Sandbox, SandboxBackend, SandboxUnavailable
 
 
 def bubblewrap_backend(settings: SandboxSettings) -> SandboxBackend:
@@ -59,6 +60,39 @@ def choose_backend(requested: str) -> str:
         known = ", ".join(["auto", *BACKENDS])
         raise SandboxUnavailable(f"unknown sandbox backend {requested!r} (choose from {known})")
     return requested
+
+
+class EnvBackend:
+    """`inner`, whose sandboxes show a task's environment (`harness/envs.py`) unless the
+    caller names one: for code that runs a task's trees without the task at hand."""
+
+    def __init__(self, inner: SandboxBackend, python_env: Path) -> None:
+        self._inner = inner
+        self.python_env = python_env
+        self.name = inner.name
+        self.confined = inner.confined
+
+    def open(
+        self,
+        workspace: Path,
+        scratch: Path,
+        overlay: Path | None = None,
+        track_changes: bool = True,
+        python_env: Path | None = None,
+    ) -> Sandbox:
+        env = python_env or self.python_env
+        return self._inner.open(workspace, scratch, overlay, track_changes, python_env=env)
+
+    def self_test(self, scratch: Path) -> None:
+        self._inner.self_test(scratch)
+
+    def __getattr__(self, name: str) -> object:  # backend-specific extras pass through
+        return getattr(self._inner, name)
+
+
+def with_python_env(backend: SandboxBackend, python_env: Path | None) -> SandboxBackend:
+    """`backend` showing `python_env` in every sandbox (itself when None)."""
+    return backend if python_env is None else EnvBackend(backend, python_env)
 
 
 def open_backend(requested: str, settings: SandboxSettings | None = None) -> SandboxBackend:

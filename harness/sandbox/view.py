@@ -144,9 +144,18 @@ def _python_left_out() -> tuple[Path, ...]:
     return tuple(found)
 
 
-def python_roots() -> list[Path]:
+@functools.cache
+def env_left_out() -> tuple[Path, ...]:
+    """What of the Python folders is not shown beside a task's environment: the base
+    interpreter's own site-packages and test suite (`SKIPPED_PYTHON`). The harness's venv
+    is not shown at all, so none of its distributions need leaving out."""
+    base = _base_lib()
+    return tuple(base / name for name in SKIPPED_PYTHON if base and (base / name).exists())
+
+
+def python_roots(python_env: Path | None = None) -> list[Path]:
     """The Python folders, none inside another (the base's `bin` is inside the base)."""
-    paths = sorted(dict.fromkeys(path.resolve() for path in python_paths()))
+    paths = sorted(dict.fromkeys(path.resolve() for path in python_paths(python_env)))
     return [p for p in paths if not any(q in p.parents for q in paths)]
 
 
@@ -428,12 +437,19 @@ def under_any(roots: Iterable[Path]) -> Callable[[str], bool]:
     return inside
 
 
-def scan_roots(hidden: Sequence[Path] = ()) -> list[Path]:
+def scan_roots(hidden: Sequence[Path] = (), python_env: Path | None = None) -> list[Path]:
     """Every host path a sandbox can read but the workspace: the system tree, and the
-    Python folders less what is left out and what `hidden` covers."""
-    covered = {path.resolve() for path in [*hidden, *python_left_out()]}
+    Python folders less what is left out and what `hidden` covers. With a task's environment
+    (`python_env`), its folders instead: a hidden path covers only what is inside them, as
+    bubblewrap and Docker cover it (the environment itself lies in the hidden build cache)."""
+    if python_env is None:
+        covered = {path.resolve() for path in [*hidden, *python_left_out()]}
+    else:
+        shown = python_roots(python_env)
+        inside = [p.resolve() for p in hidden if any(r in p.resolve().parents for r in shown)]
+        covered = {*inside, *env_left_out()}
     above = {parent for path in covered for parent in path.parents}
     roots: list[Path] = [system_tree()]
-    for root in python_roots():
+    for root in python_roots(python_env):
         roots += _visible(root, covered, above)
     return roots
