@@ -62,6 +62,7 @@ from cursorbench.perturb import (
     compare,
     probe,
 )
+from cursorbench.pins import find_pins
 from cursorbench.task import PackageSource
 from cursorbench.testruns import SuiteRun, run_suite
 from cursorbench.workspace import (
@@ -121,6 +122,10 @@ class TaskValidation(BaseModel):
     perturbations: list[str] = Field(default_factory=list)
     dropped: dict[str, str] = Field(default_factory=dict)
     visible_failing: list[str] = Field(default_factory=list)
+    # Notes for the review step that do not make a task invalid (`cursorbench/pins.py`),
+    # and how many FAIL_TO_PASS tests compare with an exact string.
+    review: list[str] = Field(default_factory=list)
+    pinned_tests: int = 0
 
 
 class Derived(BaseModel):
@@ -413,6 +418,7 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
         record.perturbations = derived.perturbations
         record.fail_to_pass, record.pass_to_pass = kind.test_counts(task.verification)
         record.test_runtime_s = round(derived.runtime_s, 2)
+        _review_pins(built, record)
         problems += _grading_problems(built, sandboxes, scratch, record)
         for extra in EXTRA_CHECKS:
             problems += extra(built, sandboxes, scratch, record)
@@ -428,6 +434,14 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
     record.valid = not problems
     record.duration_s = round(time.monotonic() - started, 1)
     return record
+
+
+def _review_pins(built: BuiltTask, record: TaskValidation) -> None:
+    """Flags a task whose FAIL_TO_PASS tests mostly pin exact strings (`pins.py`)."""
+    pins = find_pins(built.hidden, listed_tests(built).fail_to_pass)
+    record.pinned_tests = len(pins.pinned)
+    if pins.flagged:
+        record.review.append(pins.note())
 
 
 def _spec_problems(built: BuiltTask, derived: Derived) -> list[str]:

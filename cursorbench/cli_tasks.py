@@ -138,6 +138,7 @@ def tasks_validate(
     invalid = 0
     records = []
     started, clock = dt.datetime.now(dt.UTC), time.monotonic()
+    notes: list[str] = []  # for the review step, not problems
     for task in found:
         try:
             built = build(task)
@@ -147,6 +148,7 @@ def tasks_validate(
                 record = validate_full(built, backend, perturb)
                 records.append(record)
                 lines = record.problems
+                notes += [f"{task.id}: review: {note}" for note in record.review]
                 if report is not None:
                     write_validation_report(report, records, started, time.monotonic() - clock)
         except BuildError as error:
@@ -158,6 +160,8 @@ def tasks_validate(
         invalid += bool(lines)
         mark = "[red]INVALID[/]" if lines else "[green]ok[/]"
         console.print(f"{mark} {task.id}" + "".join(f"\n    {escape(line)}" for line in lines))
+    for note in notes:
+        console.print(f"[yellow]{escape(note)}[/]")
     if report is not None:
         write_validation_report(report, records, started, time.monotonic() - clock)
         console.print(f"report: {report / 'VALIDATION.md'}")

@@ -193,6 +193,11 @@ def write_validation_report(
             more = len(r.visible_failing) - MAX_LISTED
             lines.append(f"- {r.id} ({len(r.visible_failing)}): {shown}" + (
                 f" and {more} more" if more > 0 else ""))  # fmt: skip
+    flagged = [r for r in records if r.review]
+    if flagged:
+        lines += ["", "## Flagged for review", ""]
+        lines += ["Valid or not, a reviewer should look (`cursorbench/pins.py`).", ""]
+        lines += [f"- {r.id}: {'; '.join(r.review)}" for r in flagged]
     (folder / "VALIDATION.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
