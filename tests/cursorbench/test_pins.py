@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cursorbench.pins import find_pins
 
-PYTEST_STYLE = '''
+PYTEST_STYLE = """
 from pkg import describe, total
 
 def test_phrase():
@@ -28,9 +28,9 @@ def test_identifier_like():
 
 def test_membership_is_behaviour():
     assert "minutes" in describe(3)
-'''
+"""
 
-UNITTEST_STYLE = '''
+UNITTEST_STYLE = """
 import unittest
 
 class DescribeTest(unittest.TestCase):
@@ -39,7 +39,7 @@ class DescribeTest(unittest.TestCase):
 
     def test_count(self):
         self.assertEqual(count(2), 2)
-'''
+"""
 
 
 def _hidden(tmp_path: Path) -> Path:
@@ -78,7 +78,7 @@ def test_unreadable_or_missing_tests_pin_nothing(tmp_path: Path) -> None:
     assert not find_pins(hidden, []).flagged  # no FAIL_TO_PASS: nothing to flag
 
 
-PARAMETRIZED = '''
+PARAMETRIZED = """
 import pytest
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ def test_numbers(seconds, expected):
 @pytest.mark.parametrize("label", ["a long label here", "another long label"])
 def test_label_is_only_input(label):
     assert len(parse(label)) == 2
-'''
+"""
 
 
 def test_strings_given_by_parametrize_to_the_compared_parameter_are_pins(tmp_path: Path) -> None:

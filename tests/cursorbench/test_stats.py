@@ -71,3 +71,13 @@ def test_a_file_that_is_not_a_report_is_one_line_and_exit_2(
     assert done.value.code == 2
     assert stderr.strip().count("\n") == 0 and "not a validation report" in stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_tasks_flagged_for_review_are_listed_and_kept(tmp_path: Path) -> None:
+    flagged = record("words").model_copy(update={"review": ["9 of 10 pin"], "pinned_tests": 9})
+    folder = report(tmp_path, "2026-12-01T10:00:00+00:00", 1, record("plain"), flagged)
+    text = (folder / "VALIDATION.md").read_text()
+    assert "## Flagged for review" in text and "- words: 9 of 10 pin" in text
+    assert "plain:" not in text.split("## Flagged for review")[1]
+    again = load_validation(folder)
+    assert again["words"].pinned_tests == 9 and again["plain"].review == []
