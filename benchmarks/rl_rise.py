@@ -36,7 +36,9 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
         held_out_k=2,
         operations=["sum"],
         seed=seed,
-        learner=LearnerConfig(group_size=8, max_tokens=96, lr=args.lr, beta=args.beta),
+        learner=LearnerConfig(
+            group_size=8, max_tokens=96, lr=args.lr, beta=args.beta, adam_eps=args.adam_eps
+        ),
     )
     started = time.perf_counter()
     steps = run_rl(config, lambda _line: None)
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=4, help="groups of 8 per step")
     parser.add_argument("--lr", type=float, default=5e-4)
     parser.add_argument("--beta", type=float, default=0.05)
+    parser.add_argument("--adam-eps", type=float, default=1e-8)
     parser.add_argument("--warm-start-steps", type=int, default=300)
     parser.add_argument("--held-out-samples", type=int, default=32)
     args = parser.parse_args()

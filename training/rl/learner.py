@@ -36,6 +36,12 @@ class LearnerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     lr: float = Field(default=1e-3, ge=0, description="Adam's rate (0: a flat run, for noise).")
+    adam_eps: float = Field(
+        default=1e-8,
+        gt=0,
+        description="Adam's epsilon: above a parameter's gradient scale, its steps shrink "
+        "(Adam otherwise moves every parameter by about `lr`, noise or not).",
+    )
     group_size: int = Field(default=4, ge=2)
     max_tokens: int = Field(default=64, ge=1, description="Generation budget per segment.")
     aggregation: Aggregation = "dr_grpo"
@@ -100,7 +106,7 @@ class Learner:
         self.config = config
         self.reference = reference
         self.version = version
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, eps=config.adam_eps)
         self.worker_view = _state(model)  # what the workers hold (bf16 deltas round)
 
     def rewards(self, rollouts: list[Rollout]) -> torch.Tensor:
