@@ -37,7 +37,12 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
         operations=["sum"],
         seed=seed,
         learner=LearnerConfig(
-            group_size=8, max_tokens=96, lr=args.lr, beta=args.beta, adam_eps=args.adam_eps
+            group_size=8,
+            max_tokens=96,
+            lr=args.lr,
+            beta=args.beta,
+            adam_eps=args.adam_eps,
+            max_step_kl=args.max_step_kl,
         ),
     )
     started = time.perf_counter()
@@ -57,6 +62,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
         "best_of_2_flat": flat["held_out_best_of_k"],
         "train_rewards": [round(s["mean_reward"], 3) for s in steps],
         "max_kl_ref": max(s["kl_ref"] for s in steps),
+        "step_lr": [s["step_lr"] for s in steps],
         "paired_difference": round(rise.difference, 3),
         "interval_95": [round(rise.low, 3), round(rise.high, 3)],
         "improved_worsened": [rise.improved, rise.worsened],
@@ -74,6 +80,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=5e-4)
     parser.add_argument("--beta", type=float, default=0.05)
     parser.add_argument("--adam-eps", type=float, default=1e-8)
+    parser.add_argument("--max-step-kl", type=float, default=None)
     parser.add_argument("--warm-start-steps", type=int, default=300)
     parser.add_argument("--held-out-samples", type=int, default=32)
     args = parser.parse_args()

@@ -6,6 +6,10 @@ advantages per fixed group without std scaling, the clipped surrogate on every s
 every rollout (a self-summarized rollout's segments all carry its final reward), token losses
 summed over a constant (the generation budget), Adam on all parameters, single epoch.
 Segments flagged for text feedback add `lam * KL(student || teacher)` on their own tokens.
+With `max_step_kl`, a step that moves the batch's own tokens further than that (k3 KL per
+token, before || after) is undone and retried at half the rate: Adam's first steps move
+every parameter by about `lr` whatever its gradient's size, which at toy scale broke the
+reply format within a step or two at lr >= 1e-3 (`benchmarks/RESULTS.md`).
 
 The behaviour log-probs are the sampler's (recorded per token with its version), so the
 importance ratio corrects for staleness; with lag 0 and router replay it is 1.
@@ -13,6 +17,7 @@ importance ratio corrects for staleness; with lag 0 and router replay it is 1.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import torch
@@ -36,6 +41,13 @@ class LearnerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     lr: float = Field(default=1e-3, ge=0, description="Adam's rate (0: a flat run, for noise).")
+    max_step_kl: float | None = Field(
+        default=None,
+        gt=0,
+        description="Bound on the step's KL(before || after) per token on its own batch: a "
+        "step past it is undone and retried at half the rate (up to `step_retries` times).",
+    )
+    step_retries: int = Field(default=4, ge=1)
     adam_eps: float = Field(
         default=1e-8,
         gt=0,
@@ -88,6 +100,8 @@ class StepMetrics:
     nonzero_groups: float = 0.0
     entropy: float = 0.0
     kl_ref: float = 0.0
+    step_kl: float = 0.0  # KL(before || after) per token on the batch (k3)
+    step_lr: float = 0.0  # the rate the step was taken at (below `lr` after a retry)
 
 
 def _state(model: Transformer) -> dict[str, torch.Tensor]:
@@ -142,7 +156,7 @@ class Learner:
             loss = loss + feedback
         self.optimizer.zero_grad()
         loss.backward()
-        self.optimizer.step()
+        step_kl, step_lr = self._bounded_step(rows, logp.detach(), mask)
         ratio = torch.exp(logp.detach() - old)[mask.bool()]
         lag = max((s.lag(self.version) for s in rows), default=0)
         kl_ref = self._kl_to_reference(rows, logp.detach(), mask)
@@ -159,7 +173,40 @@ class Learner:
             nonzero_groups=float((spread > 1e-9).float().mean()),
             entropy=float(-old[mask.bool()].mean()),
             kl_ref=kl_ref,
+            step_kl=step_kl,
+            step_lr=step_lr,
         )
+
+    def _bounded_step(
+        self, rows: list[Segment], before: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[float, float]:
+        """The optimizer step (gradients already computed), kept within `max_step_kl`: a
+        step that moved the batch's own tokens further is undone (weights and Adam's state)
+        and taken again at half the rate; the last try stands. The KL and rate it took."""
+        bound, rate = self.config.max_step_kl, self.config.lr
+        if bound is None:
+            self.optimizer.step()
+            return self._step_kl(rows, before, mask), rate
+        weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        state = copy.deepcopy(self.optimizer.state_dict())
+        for attempt in range(self.config.step_retries):
+            for group in self.optimizer.param_groups:
+                group["lr"] = rate
+            self.optimizer.step()
+            moved = self._step_kl(rows, before, mask)
+            if moved <= bound or attempt == self.config.step_retries - 1:
+                break
+            self.model.load_state_dict(weights)
+            self.optimizer.load_state_dict(state)
+            rate /= 2
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.config.lr
+        return moved, rate
+
+    def _step_kl(self, rows: list[Segment], before: torch.Tensor, mask: torch.Tensor) -> float:
+        with torch.no_grad():
+            after, _ = segment_logprobs(self.model, rows, self.config.replay_routes)
+        return float(kl_estimate(before, after, "k3")[mask.bool()].mean())
 
     def _kl_to_reference(
         self, rows: list[Segment], logp: torch.Tensor, mask: torch.Tensor

@@ -56,3 +56,34 @@ def test_micro_tasks_of_one_operation(tmp_path: Path) -> None:
     assert [p.stem for p in paths] == ["micro-sum-held"]
     with pytest.raises(ValueError, match="choose from"):
         write_micro_tasks(tmp_path, operations=["quotient"])
+
+
+def _rollouts(model: Transformer) -> list[Rollout]:
+    sampler = Sampler(model)
+    segments = [sampler.sample([1, 2, 3], 6, set(), seed) for seed in range(8)]
+    return [Rollout("t", i // 4, [s], float(i % 2)) for i, s in enumerate(segments)]
+
+
+def test_a_step_past_the_kl_bound_is_retried_at_a_lower_rate() -> None:
+    """At a rate that moves the batch far in one step, the bound undoes and retries it: the
+    step kept is within the bound, taken at a halved rate, and the weights moved less."""
+    free = _model()
+    unbounded = Learner(free, LearnerConfig(lr=0.3, group_size=4, max_tokens=6))
+    moved = unbounded.step(_rollouts(_model()))
+    assert moved.step_kl > 0.01 and moved.step_lr == 0.3
+    bounded_model = _model()
+    config = LearnerConfig(lr=0.3, group_size=4, max_tokens=6, max_step_kl=0.01, step_retries=12)
+    bounded = Learner(bounded_model, config)
+    kept = bounded.step(_rollouts(_model()))
+    assert kept.step_kl <= 0.01 and kept.step_lr < 0.3
+    assert bounded.optimizer.param_groups[0]["lr"] == 0.3  # the configured rate again
+    start = _model().state_dict()
+    distance = lambda m: sum(float((v - start[k]).abs().sum()) for k, v in m.state_dict().items())  # noqa: E731
+    assert 0 < distance(bounded_model) < distance(free)
+
+
+def test_a_step_within_the_bound_is_taken_once_at_the_full_rate() -> None:
+    model = _model()
+    config = LearnerConfig(lr=1e-4, group_size=4, max_tokens=6, max_step_kl=0.5)
+    kept = Learner(model, config).step(_rollouts(_model()))
+    assert kept.step_lr == 1e-4 and 0 < kept.step_kl <= 0.5
