@@ -6,8 +6,9 @@ advantages per fixed group without std scaling, the clipped surrogate on every s
 every rollout (a self-summarized rollout's segments all carry its final reward), token losses
 summed over a constant (the generation budget), Adam on all parameters, single epoch.
 Segments flagged for text feedback add `lam * KL(student || teacher)` on their own tokens.
-With `max_step_kl`, a step that moves the batch's own tokens further than that (k3 KL per
-token, before || after) is undone and retried at half the rate: Adam's first steps move
+With `max_step_kl`, a step that moves the policy further than that on the batch's positions
+(KL(after || before) over the whole vocabulary, per position) is undone and retried at
+half the rate: Adam's first steps move
 every parameter by about `lr` whatever its gradient's size, which at toy scale broke the
 reply format within a step or two at lr >= 1e-3 (`benchmarks/RESULTS.md`).
 
@@ -24,7 +25,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from training.model import Transformer
-from training.rl.policy import Segment, padded, segment_logprobs
+from training.rl.policy import Segment, padded, segment_distributions, segment_logprobs
 from training.rl_losses import (
     Aggregation,
     KLEstimator,
@@ -100,7 +101,8 @@ class StepMetrics:
     nonzero_groups: float = 0.0
     entropy: float = 0.0
     kl_ref: float = 0.0
-    step_kl: float = 0.0  # KL(before || after) per token on the batch (k3)
+    # how far the step moved the policy on the batch (see `Learner._bounded_step`)
+    step_kl: float = 0.0
     step_lr: float = 0.0  # the rate the step was taken at (below `lr` after a retry)
 
 
@@ -156,7 +158,7 @@ class Learner:
             loss = loss + feedback
         self.optimizer.zero_grad()
         loss.backward()
-        step_kl, step_lr = self._bounded_step(rows, logp.detach(), mask)
+        step_kl, step_lr = self._bounded_step(rows, mask)
         ratio = torch.exp(logp.detach() - old)[mask.bool()]
         lag = max((s.lag(self.version) for s in rows), default=0)
         kl_ref = self._kl_to_reference(rows, logp.detach(), mask)
@@ -177,23 +179,25 @@ class Learner:
             step_lr=step_lr,
         )
 
-    def _bounded_step(
-        self, rows: list[Segment], before: torch.Tensor, mask: torch.Tensor
-    ) -> tuple[float, float]:
+    def _bounded_step(self, rows: list[Segment], mask: torch.Tensor) -> tuple[float, float]:
         """The optimizer step (gradients already computed), kept within `max_step_kl`: a
-        step that moved the batch's own tokens further is undone (weights and Adam's state)
-        and taken again at half the rate; the last try stands. The KL and rate it took."""
+        step that moved the policy further on the batch's positions is undone (weights and
+        Adam's state) and taken again at half the rate; the last try stands. The KL it
+        moved (exact over the vocabulary, KL(after || before) per position: what the policy
+        would now write that it would not have) and the rate it took."""
         bound, rate = self.config.max_step_kl, self.config.lr
+        with torch.no_grad():
+            old, _ = segment_distributions(self.model, rows, self.config.replay_routes)
         if bound is None:
             self.optimizer.step()
-            return self._step_kl(rows, before, mask), rate
+            return self._position_kl(rows, old, mask), rate
         weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         state = copy.deepcopy(self.optimizer.state_dict())
         for attempt in range(self.config.step_retries):
             for group in self.optimizer.param_groups:
                 group["lr"] = rate
             self.optimizer.step()
-            moved = self._step_kl(rows, before, mask)
+            moved = self._position_kl(rows, old, mask)
             if moved <= bound or attempt == self.config.step_retries - 1:
                 break
             self.model.load_state_dict(weights)
@@ -203,10 +207,11 @@ class Learner:
             group["lr"] = self.config.lr
         return moved, rate
 
-    def _step_kl(self, rows: list[Segment], before: torch.Tensor, mask: torch.Tensor) -> float:
+    def _position_kl(self, rows: list[Segment], old: torch.Tensor, mask: torch.Tensor) -> float:
         with torch.no_grad():
-            after, _ = segment_logprobs(self.model, rows, self.config.replay_routes)
-        return float(kl_estimate(before, after, "k3")[mask.bool()].mean())
+            new, _ = segment_distributions(self.model, rows, self.config.replay_routes)
+        per_position = (new.exp() * (new - old)).sum(-1)
+        return float(per_position[mask.bool()].mean())
 
     def _kl_to_reference(
         self, rows: list[Segment], logp: torch.Tensor, mask: torch.Tensor

@@ -114,10 +114,11 @@ class Sampler:
         return segment
 
 
-def segment_logprobs(
+def segment_distributions(
     model: Transformer, segments: list[Segment], replay_routes: bool = True, pad_id: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Training-pass log-probs `[N, T]` of each segment's tokens, and the mask `[N, T]`.
+    """The training pass's log-distributions `[N, T, V]` at each segment's generated
+    positions, and the mask `[N, T]`.
 
     One padded forward pass; with `replay_routes` each MoE layer is forced to the experts
     the sampler chose (padding routed to experts 0..k-1, its outputs masked out)."""
@@ -128,14 +129,26 @@ def segment_logprobs(
         ids[row, : len(segment.input_ids)] = torch.tensor(segment.input_ids)
     forced = _forced_routes(segments, width) if replay_routes else None
     logits = model(ids, forced_routes=forced).logits.float().log_softmax(-1)
-    logp = torch.zeros(len(segments), span)
+    out = torch.zeros(len(segments), span, logits.shape[-1])
     mask = torch.zeros(len(segments), span)
     for row, segment in enumerate(segments):
         start, count = len(segment.context) - 1, len(segment.tokens)
-        targets = torch.tensor(segment.tokens)
-        picked = logits[row, start : start + count].gather(-1, targets[:, None])[:, 0]
-        logp[row, :count] = picked
+        out[row, :count] = logits[row, start : start + count]
         mask[row, :count] = 1.0
+    return out, mask
+
+
+def segment_logprobs(
+    model: Transformer, segments: list[Segment], replay_routes: bool = True, pad_id: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Training-pass log-probs `[N, T]` of each segment's tokens, and the mask `[N, T]`
+    (`segment_distributions`, at the tokens the sampler wrote)."""
+    distributions, mask = segment_distributions(model, segments, replay_routes, pad_id)
+    span = distributions.shape[1]
+    targets = torch.zeros(len(segments), span, dtype=torch.long)
+    for row, segment in enumerate(segments):
+        targets[row, : len(segment.tokens)] = torch.tensor(segment.tokens)
+    logp = distributions.gather(-1, targets[..., None])[..., 0] * mask
     return logp, mask
 
 
