@@ -97,6 +97,21 @@ def test_file(test: str) -> str:
     return test.split("::")[0]
 
 
+def choose_hidden(
+    exercising: set[str], testmap: CoverageMap
+) -> tuple[list[str], list[str], list[str]]:
+    """(hidden files, predicted FAIL_TO_PASS, predicted spill) of passing tests that
+    exercise a change: the files in which at least `HIDDEN_SHARE` of the passing tests
+    exercise it (at most `MAX_HIDDEN_FILES`, most hits first)."""
+    per_file = Counter(test_file(t) for t in testmap.passing())
+    hits = Counter(test_file(t) for t in exercising)
+    chosen = [f for f, n in hits.most_common() if n >= HIDDEN_SHARE * per_file[f]]
+    hidden = sorted(chosen[:MAX_HIDDEN_FILES])
+    inside = set(hidden)
+    fail = sorted(t for t in exercising if test_file(t) in inside)
+    return hidden, fail, sorted(t for t in exercising if test_file(t) not in inside)
+
+
 def describe(candidate: Candidate, testmap: CoverageMap) -> Candidate:
     """Fills in what the coverage map predicts for the candidate."""
     statements = testmap.statements.get(candidate.file, [])
@@ -105,15 +120,13 @@ def describe(candidate: Candidate, testmap: CoverageMap) -> Candidate:
         body = body_lines(symbol, statements)
         candidate.exercising |= testmap.tests_running(candidate.file, body)
     candidate.exercising &= testmap.passing()
-    per_file = Counter(test_file(t) for t in testmap.passing())
-    hits = Counter(test_file(t) for t in candidate.exercising)
-    chosen = [f for f, n in hits.most_common() if n >= HIDDEN_SHARE * per_file[f]]
-    candidate.hidden_files = sorted(chosen[:MAX_HIDDEN_FILES])
-    inside = set(candidate.hidden_files)
-    candidate.predicted_fail = sorted(t for t in candidate.exercising if test_file(t) in inside)
-    candidate.predicted_spill = sorted(
-        t for t in candidate.exercising if test_file(t) not in inside
+    hidden, fail, spill = choose_hidden(candidate.exercising, testmap)
+    candidate.hidden_files, candidate.predicted_fail, candidate.predicted_spill = (
+        hidden,
+        fail,
+        spill,
     )
+    inside = set(hidden)
     hidden_tests = {t for t in testmap.outcomes if test_file(t) in inside}
     if candidate.removed:
         ran = testmap.executed_by(candidate.file, candidate.removed, hidden_tests)

@@ -2,7 +2,7 @@
 
 Cheap filters read the coverage map only; the candidates that pass them are built as
 tasks (the build runs the leak scan) and their test lists derived by the validator's
-own `checks.derive_tests` (the pristine tree three times, the broken tree once): the
+own `checks.derive_tests` (the pristine tree three times, the broken tree once; `measure`): the
 measured FAIL_TO_PASS is taken from the hidden test files only, and the measured spill
 is the validator's. Thresholds are the validator's where it has one.
 """
@@ -13,13 +13,15 @@ from pydantic import BaseModel, Field
 
 from cursorbench.checks import MAX_SPILL, MAX_SPILL_SHARE, MIN_FAIL_TO_PASS
 from cursorbench.coverage_check import MIN_COVERAGE
+from cursorbench.factory.bugs import BugCandidate
 from cursorbench.factory.candidates import Candidate
 
 MIN_STATEMENTS = 5  # executable lines removed
 MAX_STATEMENTS = 400
 MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
 
-# In the order they are applied; `proposals.json` names the first one a candidate failed.
+# In the order they are applied; `proposals.json` names the first one a candidate failed
+# (a bug candidate has no size or import filter).
 FILTERS = (
     "size", "imported_elsewhere", "hidden_fail_to_pass", "spill", "hidden_coverage",
     "overlap", "max_reached", "build", "measured_fail_to_pass", "measured_spill", "derive",
@@ -30,8 +32,10 @@ class Proposal(BaseModel):
     """One candidate's row of `proposals.json`."""
 
     key: str
+    kind: str = "deletion"  # or "bugs"
     file: str
-    symbols: list[str]
+    symbols: list[str]  # deleted; for bugs, the functions changed
+    mutations: list[str] = Field(default_factory=list)  # for bugs, each change's kind
     task_id: str | None = None
     removed_statements: int = 0
     exercising_tests: int = 0
@@ -46,6 +50,8 @@ class Proposal(BaseModel):
     seconds: float = 0.0  # machine time spent on this candidate
     failed: str | None = None  # the first filter it failed; None: proposed as a task
     why: str = ""
+    prompt_writer: str = ""
+    resumed: bool = False  # its measurement was read from an earlier run's proposals.json
 
 
 def spill_limit(visible_tests: int) -> float:
@@ -75,6 +81,23 @@ def cheap_failure(
             f"{len(candidate.predicted_spill)} visible tests exercise it, "
             f"e.g. {candidate.predicted_spill[0]}",
         )
+    cover = candidate.hidden_coverage
+    if cover is None or cover < MIN_COVERAGE:
+        return "hidden_coverage", f"the hidden tests alone run {cover or 0:.0%} of its lines"
+    return None
+
+
+def bug_cheap_failure(candidate: BugCandidate, test_files: int) -> tuple[str, str] | None:
+    """A bug candidate's cheap filters: enough hidden tests run its changed lines, in few
+    enough files, and they run most of those lines. Which of the visible tests that run
+    them would fail is not predicted (a bug fails only some): the measured spill decides."""
+    if len(candidate.predicted_fail) < MIN_FAIL_TO_PASS:
+        return (
+            "hidden_fail_to_pass",
+            f"{len(candidate.predicted_fail)} hidden tests run its lines (need {MIN_FAIL_TO_PASS})",
+        )
+    if len(candidate.hidden_files) > max(1, MAX_HIDDEN_SHARE * test_files):
+        return "hidden_fail_to_pass", f"needs {len(candidate.hidden_files)} hidden files"
     cover = candidate.hidden_coverage
     if cover is None or cover < MIN_COVERAGE:
         return "hidden_coverage", f"the hidden tests alone run {cover or 0:.0%} of its lines"
