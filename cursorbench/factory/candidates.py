@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cursorbench.factory.coverage_map import CoverageMap
-from cursorbench.task import RemoveSymbol
+from cursorbench.factory.reexports import package_init, unexport_edits
+from cursorbench.task import RemoveSymbol, ReplaceText
 from harness.pyast import parse_module
 
 MAX_CLUSTER = 3
@@ -48,6 +49,7 @@ class Candidate:
     predicted_fail: list[str] = field(default_factory=list)  # exercising, in hidden files
     predicted_spill: list[str] = field(default_factory=list)  # exercising, elsewhere
     hidden_coverage: float | None = None
+    unexport: list[ReplaceText] = field(default_factory=list)  # `reexports`' edits
 
     @property
     def names(self) -> list[str]:
@@ -57,8 +59,9 @@ class Candidate:
     def key(self) -> str:
         return f"{self.file}::{'+'.join(self.names)}"
 
-    def operations(self) -> list[RemoveSymbol]:
-        return [RemoveSymbol(file=self.file, symbol=s.name) for s in self.symbols]
+    def operations(self) -> list[RemoveSymbol | ReplaceText]:
+        removed = [RemoveSymbol(file=self.file, symbol=s.name) for s in self.symbols]
+        return [*removed, *self.unexport]
 
 
 def top_level_symbols(tree: Path, relative: str) -> list[Symbol]:
@@ -147,7 +150,21 @@ def enumerate_candidates(tree: Path, testmap: CoverageMap) -> list[Candidate]:
 
 def imported_elsewhere(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
     """Other package files that import one of the candidate's names by name (deleting it
-    would break their import, and with it every test)."""
+    would break their import, and with it every test), but for the package's
+    `__init__.py` when its re-export can go with the names (`candidate.unexport` is then
+    set: see `reexports`)."""
+    found = _importers(tree, candidate, files)
+    init = package_init(candidate.file)
+    if init in found:
+        module = Path(candidate.file).stem
+        edits = unexport_edits(tree, candidate.file, set(candidate.names), module)
+        if edits is not None:
+            candidate.unexport = edits
+            found.remove(init)
+    return found
+
+
+def _importers(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
     names = set(candidate.names)
     module = candidate.file.removesuffix(".py").removesuffix("/__init__").split("/")[-1]
     found = []

@@ -12,6 +12,7 @@ candidate's figures and the first filter it failed go to `proposals.json`.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
 import tempfile
@@ -58,7 +59,7 @@ def task_id(package: str, candidate: Candidate | BugCandidate) -> str:
         base += f"-and-{len(candidate.names) - 1}"
     if isinstance(candidate, BugCandidate):
         base += "-bugs"
-    return re.sub(r"[^a-z0-9.-]+", "-", base.lower()).strip("-.")
+    return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-.")
 
 
 def dotted_module(tree: Path, relative: str) -> str:
@@ -97,8 +98,11 @@ def _row(candidate: Candidate | BugCandidate) -> Proposal:
         kind, size, mutations = "bugs", len(candidate.lines), [s.kind for s in candidate.sites]
     else:
         kind, size, mutations = "deletion", len(candidate.removed), []
+    ops = candidate.operations if isinstance(candidate, BugCandidate) else candidate.operations()
+    digest = hashlib.sha256(json.dumps([op.model_dump() for op in ops]).encode()).hexdigest()
     return Proposal(
         key=candidate.key, kind=kind, file=candidate.file, symbols=candidate.names,
+        operations_digest=digest[:16],
         mutations=mutations, removed_statements=size, exercising_tests=len(candidate.exercising),
         hidden_tests=candidate.hidden_files, predicted_fail_to_pass=len(candidate.predicted_fail),
         predicted_spill=len(candidate.predicted_spill), hidden_coverage=candidate.hidden_coverage,
@@ -166,13 +170,13 @@ class Proposer:
         rows: list[Proposal] = []
         entries: list[Entry] = []
         for candidate in found:
-            row = _row(candidate)
-            rows.append(row)
             if isinstance(candidate, BugCandidate):
                 failure = bug_cheap_failure(candidate, test_files)
             else:
-                importers = imported_elsewhere(self.tree, candidate, files)
+                importers = imported_elsewhere(self.tree, candidate, files)  # sets .unexport
                 failure = cheap_failure(candidate, test_files, passing, importers)
+            row = _row(candidate)
+            rows.append(row)
             if failure is not None:
                 row.failed, row.why = failure
                 continue

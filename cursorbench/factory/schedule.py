@@ -10,7 +10,8 @@ candidate lets later ones start.
 
 Resuming: a candidate whose key has a measured result in the earlier `proposals.json`
 (failed at the build or a measured filter, or proposed with its task file still there)
-is not measured again; its row is taken as it was (`resumed: true`).
+and the same operations is not measured again; its row is taken as it was
+(`resumed: true`).
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ class Scheduler:
         if not reusable(before):
             return False
         assert before is not None
+        if before.operations_digest != entry.row.operations_digest:
+            return False  # the candidate changed since (a newer factory)
         if before.failed is None and not (self.tasks / f"{before.task_id}.yaml").is_file():
             return False
         row = entry.row

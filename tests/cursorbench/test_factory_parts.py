@@ -230,3 +230,41 @@ def test_cli_refuses_an_old_release_in_one_line(tmp_path: Path) -> None:
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "released 2024-06-01, not after 2025-01-01" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_placeholder_pkg_info_stamp_gives_the_newest_member(tmp_path: Path) -> None:
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)  # PDM's PKG-INFO
+    members = {"p-1/PKG-INFO": epoch, "p-1/a.py": OLD, "p-1/b.py": STAMP}
+    assert release_date(_tar(tmp_path / "p-1.tar.gz", members)) == STAMP.date()
+    assert release_date(_tar(tmp_path / "q-1.tar.gz", {"q-1/PKG-INFO": epoch})) is None
+
+
+INIT = '''"""A package."""
+
+from ._mod import (
+    keep,
+    last,
+)
+from ._other import Shape
+
+__all__ = [
+    "Shape",
+    "keep",
+    "last",
+]
+'''
+
+
+def test_a_reexport_by_the_package_init_goes_with_the_deletion(tmp_path: Path) -> None:
+    files = {"pkg/_mod.py": MODULE, "pkg/__init__.py": INIT, "pkg/user.py": "import os\n"}
+    tree = _tree(tmp_path, files)
+    last = Candidate("pkg/_mod.py", [Symbol("pkg/_mod.py", "last", 25, 30, "")])
+    assert imported_elsewhere(tree, last, sorted(files)) == []
+    text = INIT
+    for op in last.operations()[1:]:
+        assert text.count(op.old) == 1  # type: ignore[union-attr]
+        text = text.replace(op.old, op.new)  # type: ignore[union-attr]
+    assert "last" not in text and '"keep",' in text and "    keep,\n)" in text
+    used = _tree(tmp_path / "used", {**files, "pkg/__init__.py": INIT + "\nALIAS = last\n"})
+    again = Candidate("pkg/_mod.py", [Symbol("pkg/_mod.py", "last", 25, 30, "")])
+    assert imported_elsewhere(used, again, sorted(files)) == ["pkg/__init__.py"]
