@@ -4,8 +4,8 @@ as a small cluster of neighbours in one module, with what the coverage map says 
 A candidate's removed lines are its definitions' executable statements (decorators
 included). The tests that exercise it are those that execute a statement of its body
 (the `def`/`class` lines run at import, for every test). Its hidden test files are the
-test files in which at least `HIDDEN_SHARE` of the tests exercise it; the exercising
-tests elsewhere are its predicted spill.
+test files in which at least `HIDDEN_SHARE` of the tests (or `MIN_FAIL_TO_PASS` tests)
+exercise it; the exercising tests elsewhere are its predicted spill.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursorbench.checks import MIN_FAIL_TO_PASS
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.reexports import package_init, unexport_edits
 from cursorbench.task import RemoveSymbol, ReplaceText
@@ -104,11 +105,15 @@ def choose_hidden(
     exercising: set[str], testmap: CoverageMap
 ) -> tuple[list[str], list[str], list[str]]:
     """(hidden files, predicted FAIL_TO_PASS, predicted spill) of passing tests that
-    exercise a change: the files in which at least `HIDDEN_SHARE` of the passing tests
-    exercise it (at most `MAX_HIDDEN_FILES`, most hits first)."""
+    exercise a change: the files in which at least `HIDDEN_SHARE` of the passing tests, or
+    at least `MIN_FAIL_TO_PASS` of them, exercise it (at most `MAX_HIDDEN_FILES`, most hits
+    first). The second rule is for packages with one large test file per module (or one
+    for the whole package), where a function is a few percent of its file's tests."""
     per_file = Counter(test_file(t) for t in testmap.passing())
     hits = Counter(test_file(t) for t in exercising)
-    chosen = [f for f, n in hits.most_common() if n >= HIDDEN_SHARE * per_file[f]]
+    chosen = [
+        f for f, n in hits.most_common() if n >= HIDDEN_SHARE * per_file[f] or n >= MIN_FAIL_TO_PASS
+    ]
     hidden = sorted(chosen[:MAX_HIDDEN_FILES])
     inside = set(hidden)
     fail = sorted(t for t in exercising if test_file(t) in inside)

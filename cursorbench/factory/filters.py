@@ -36,7 +36,8 @@ class Proposal(BaseModel):
     file: str
     symbols: list[str]  # deleted; for bugs, the functions changed
     mutations: list[str] = Field(default_factory=list)  # for bugs, each change's kind
-    operations_digest: str = ""  # of the mutation: a rerun reuses a measurement only if equal
+    candidate_digest: str = ""  # of the mutation and hidden files: a rerun reuses a
+    # measurement only when they are the same
     task_id: str | None = None
     removed_statements: int = 0
     exercising_tests: int = 0

@@ -99,10 +99,11 @@ def _row(candidate: Candidate | BugCandidate) -> Proposal:
     else:
         kind, size, mutations = "deletion", len(candidate.removed), []
     ops = candidate.operations if isinstance(candidate, BugCandidate) else candidate.operations()
-    digest = hashlib.sha256(json.dumps([op.model_dump() for op in ops]).encode()).hexdigest()
+    measured = {"operations": [op.model_dump() for op in ops], "hidden": candidate.hidden_files}
+    digest = hashlib.sha256(json.dumps(measured).encode()).hexdigest()
     return Proposal(
         key=candidate.key, kind=kind, file=candidate.file, symbols=candidate.names,
-        operations_digest=digest[:16],
+        candidate_digest=digest[:16],
         mutations=mutations, removed_statements=size, exercising_tests=len(candidate.exercising),
         hidden_tests=candidate.hidden_files, predicted_fail_to_pass=len(candidate.predicted_fail),
         predicted_spill=len(candidate.predicted_spill), hidden_coverage=candidate.hidden_coverage,

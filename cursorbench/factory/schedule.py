@@ -10,7 +10,7 @@ candidate lets later ones start.
 
 Resuming: a candidate whose key has a measured result in the earlier `proposals.json`
 (failed at the build or a measured filter, or proposed with its task file still there)
-and the same operations is not measured again; its row is taken as it was
+and the same operations and hidden files is not measured again; its row is taken as it was
 (`resumed: true`).
 """
 
@@ -130,7 +130,7 @@ class Scheduler:
         if not reusable(before):
             return False
         assert before is not None
-        if before.operations_digest != entry.row.operations_digest:
+        if before.candidate_digest != entry.row.candidate_digest:
             return False  # the candidate changed since (a newer factory)
         if before.failed is None and not (self.tasks / f"{before.task_id}.yaml").is_file():
             return False
