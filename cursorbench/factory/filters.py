@@ -9,12 +9,15 @@ is the validator's. Thresholds are the validator's where it has one.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field
 
 from cursorbench.checks import MAX_SPILL, MAX_SPILL_SHARE, MIN_FAIL_TO_PASS
 from cursorbench.coverage_check import MIN_COVERAGE
 from cursorbench.factory.bugs import BugCandidate
 from cursorbench.factory.candidates import Candidate
+from harness.canaries import canary_problems
 
 MIN_STATEMENTS = 5  # executable lines removed
 MAX_STATEMENTS = 400
@@ -24,7 +27,8 @@ MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
 # (a bug candidate has no size or import filter).
 FILTERS = (
     "size", "imported_elsewhere", "hidden_fail_to_pass", "spill", "hidden_coverage",
-    "overlap", "max_reached", "build", "measured_fail_to_pass", "measured_spill", "derive",
+    "canaries", "overlap", "max_reached", "build", "measured_fail_to_pass", "measured_spill",
+    "derive",
 )  # fmt: skip
 
 
@@ -104,6 +108,20 @@ def bug_cheap_failure(candidate: BugCandidate, test_files: int) -> tuple[str, st
     if cover is None or cover < MIN_COVERAGE:
         return "hidden_coverage", f"the hidden tests alone run {cover or 0:.0%} of its lines"
     return None
+
+
+def canary_failure(tree: Path, hidden_files: list[str]) -> tuple[str, str] | None:
+    """Validation refuses hidden tests into which grading can plant no canaries (no test
+    compares a value with a literal in straight-line code: table-driven tests in loops);
+    the same check, on the pristine tree's files, before anything is built."""
+    sources = {}
+    for path in hidden_files:
+        try:
+            sources[path] = (tree / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    problems = canary_problems(sources)
+    return ("canaries", problems[0]) if problems else None
 
 
 def measured_failure(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import re
 import tempfile
 import time
@@ -29,7 +30,13 @@ from cursorbench.factory.candidates import (
     test_file,
 )
 from cursorbench.factory.coverage_map import CoverageMap, load, measure, save, test_args_for
-from cursorbench.factory.filters import FILTERS, Proposal, bug_cheap_failure, cheap_failure
+from cursorbench.factory.filters import (
+    FILTERS,
+    Proposal,
+    bug_cheap_failure,
+    canary_failure,
+    cheap_failure,
+)
 from cursorbench.factory.measure import Job
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import Release, check_fresh, find_release
@@ -170,12 +177,18 @@ class Proposer:
             found += enumerate_bugs(self.tree, testmap)
         rows: list[Proposal] = []
         entries: list[Entry] = []
+        canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}
         for candidate in found:
             if isinstance(candidate, BugCandidate):
                 failure = bug_cheap_failure(candidate, test_files)
             else:
                 importers = imported_elsewhere(self.tree, candidate, files)  # sets .unexport
                 failure = cheap_failure(candidate, test_files, passing, importers)
+            if failure is None:
+                hidden = tuple(candidate.hidden_files)
+                if hidden not in canaries:
+                    canaries[hidden] = canary_failure(self.tree, list(hidden))
+                failure = canaries[hidden]
             row = _row(candidate)
             rows.append(row)
             if failure is not None:
@@ -201,17 +214,30 @@ class Proposer:
         testmap, reused = self.coverage()
         coverage_s = 0.0 if reused else round(time.monotonic() - started, 2)
         rows, entries = self.entries(testmap)
-        scheduler = Scheduler(entries, self.previous(), self.out / "tasks", max_tasks)
+        previous = self.previous()
+        scheduler = Scheduler(entries, previous, self.out / "tasks", max_tasks)
+
+        def write(finished: bool) -> dict[str, object]:
+            summary = self.summary(rows, testmap, coverage_s, time.monotonic() - started)
+            summary |= {
+                "measured_now": scheduler.measured_now, "resumed": scheduler.resumed,
+                "coverage_reused": reused, "jobs": self.jobs, "kinds": list(self.kinds),
+                "finished": finished,
+            }  # fmt: skip
+            done = [r.model_dump() for r in rows if r.fail_to_pass is not None or r.failed]
+            # unfinished: what this run measured, and what the earlier run did not redo yet
+            kept = {r["key"] for r in done}
+            done += [r.model_dump() for k, r in previous.items() if k not in kept and not finished]
+            listed = [r.model_dump() for r in rows] if finished else done
+            path = self.out / "proposals.json"
+            staging = path.with_suffix(".json.tmp")
+            staging.write_text(json.dumps({**summary, "candidates": listed}, indent=1))
+            os.replace(staging, path)
+            return summary
+
+        scheduler.checkpoint = lambda: write(False)
         written = scheduler.run(self.jobs)
-        summary = self.summary(rows, testmap, coverage_s, time.monotonic() - started)
-        summary |= {
-            "measured_now": scheduler.measured_now, "resumed": scheduler.resumed,
-            "coverage_reused": reused, "jobs": self.jobs, "kinds": list(self.kinds),
-        }  # fmt: skip
-        (self.out / "proposals.json").write_text(
-            json.dumps({**summary, "candidates": [r.model_dump() for r in rows]}, indent=1)
-        )
-        return Outcome(rows, written, summary)
+        return Outcome(rows, written, write(True))
 
     def summary(
         self, rows: list[Proposal], testmap: CoverageMap, coverage_s: float, total_s: float

@@ -73,8 +73,10 @@ def executor_for(jobs: int) -> Executor:
 
 class Scheduler:
     def __init__(
-        self, entries: list[Entry], previous: dict[str, Proposal], tasks: Path, max_tasks: int
-    ) -> None:
+        self, entries: list[Entry], previous: dict[str, Proposal], tasks: Path, max_tasks: int,
+        checkpoint: Callable[[], object] = lambda: None,
+    ) -> None:  # fmt: skip
+        self.checkpoint = checkpoint  # called after each measurement (an interrupted run resumes)
         self.pending = list(entries)
         self.previous, self.tasks, self.max_tasks = previous, tasks, max_tasks
         self.kinds: dict[str, KindState] = {}
@@ -162,6 +164,7 @@ class Scheduler:
             state.written.append(done.path)
             state.taken |= entry.names
         self._progress(row)
+        self.checkpoint()
 
     def _progress(self, row: Proposal) -> None:
         self.done += 1

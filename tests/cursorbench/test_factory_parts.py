@@ -25,7 +25,7 @@ from cursorbench.factory.candidates import (
     top_level_symbols,
 )
 from cursorbench.factory.coverage_map import CoverageMap
-from cursorbench.factory.filters import cheap_failure, measured_failure
+from cursorbench.factory.filters import canary_failure, cheap_failure, measured_failure
 from cursorbench.factory.release import Release, check_fresh, release_date
 from cursorbench.sources import SourceError
 from cursorbench.task import PackageSource
@@ -268,3 +268,12 @@ def test_a_reexport_by_the_package_init_goes_with_the_deletion(tmp_path: Path) -
     used = _tree(tmp_path / "used", {**files, "pkg/__init__.py": INIT + "\nALIAS = last\n"})
     again = Candidate("pkg/_mod.py", [Symbol("pkg/_mod.py", "last", 25, 30, "")])
     assert imported_elsewhere(used, again, sorted(files)) == ["pkg/__init__.py"]
+
+
+def test_hidden_files_without_canaries_fail_the_canaries_filter(tmp_path: Path) -> None:
+    table = "def test_all():\n    for a, b in [(1, 1)]:\n        assert a == b\n"
+    plain = "def test_one():\n    assert len('ab') == 2\n"
+    tree = _tree(tmp_path, {"tests/test_table.py": table, "tests/test_plain.py": plain})
+    found = canary_failure(tree, ["tests/test_table.py"])
+    assert found is not None and found[0] == "canaries"
+    assert canary_failure(tree, ["tests/test_table.py", "tests/test_plain.py"]) is None
