@@ -154,8 +154,9 @@ def enumerate_candidates(tree: Path, testmap: CoverageMap) -> list[Candidate]:
 
 
 def imported_elsewhere(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
-    """Other package files that import one of the candidate's names by name (deleting it
-    would break their import, and with it every test), but for the package's
+    """Other package files that import one of the candidate's names by name, or read it as
+    a module's attribute at import (deleting it would break their import, and with it
+    every test), but for the package's
     `__init__.py` when its re-export can go with the names (`candidate.unexport` is then
     set: see `reexports`)."""
     found = _importers(tree, candidate, files)
@@ -187,4 +188,33 @@ def _importers(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
             if same and names & {alias.name for alias in node.names}:
                 found.append(relative)
                 break
+        else:
+            top = next(p for p in candidate.file.split("/") if p != "src")
+            if _read_at_import(parsed, names, {module, top}):
+                found.append(relative)
     return found
+
+
+def _read_at_import(parsed: ast.Module, names: set[str], modules: set[str]) -> bool:
+    """Whether code that runs at import (outside functions) reads one of `names` as an
+    attribute of an imported module (`groupby = curry(toolz.groupby)`)."""
+    bound: set[str] = set()
+    for node in ast.walk(parsed):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            bound |= {a.asname or a.name for a in node.names if a.name in modules}
+    pending: list[ast.AST] = list(parsed.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+            and node.attr in names
+        ):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False

@@ -277,3 +277,14 @@ def test_hidden_files_without_canaries_fail_the_canaries_filter(tmp_path: Path) 
     found = canary_failure(tree, ["tests/test_table.py"])
     assert found is not None and found[0] == "canaries"
     assert canary_failure(tree, ["tests/test_table.py", "tests/test_plain.py"]) is None
+
+
+def test_a_module_attribute_read_at_import_counts_as_an_import(tmp_path: Path) -> None:
+    files = {
+        "pkg/mod.py": MODULE,
+        "pkg/curried.py": "import pkg\n\nlast = wrap(pkg.last)\n",
+        "pkg/lazy.py": "import pkg\n\n\ndef f():\n    return pkg.last\n",  # only when called
+    }
+    tree = _tree(tmp_path, files)
+    last = Candidate("pkg/mod.py", [Symbol("pkg/mod.py", "last", 25, 30, "")])
+    assert imported_elsewhere(tree, last, sorted(files)) == ["pkg/curried.py"]
