@@ -10,6 +10,7 @@ debugging task's bug report is made from the tests that measurably fail.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -18,13 +19,15 @@ from pathlib import Path
 import yaml
 
 from cursorbench import answer
-from cursorbench.checks import backend_for, derive_tests
+from cursorbench.checks import derive_tests
 from cursorbench.factory.bug_prompts import BugFacts, symptoms, write_bug_report
 from cursorbench.factory.filters import measured_failure
 from cursorbench.factory.prompts import EndpointWriter, PromptFacts, write_prompt
 from cursorbench.loader import load_task_for_derive
 from cursorbench.suites import _Literal
-from cursorbench.workspace import BuildError, build, cache_home
+from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from harness.sandbox import SandboxSettings, open_backend
+from harness.sandbox.protocol import SandboxBackend
 
 DRAFT_PROMPT = "(written once the task is measured)"
 
@@ -62,6 +65,20 @@ def write_spec(path: Path, data: dict[str, object]) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def self_test_folder() -> Path:
+    """The sandbox self-test's scratch, one per process: `checks.backend_for` uses one
+    folder for all, and two processes testing at once remove each other's workspace."""
+    return cache_home() / "self-test" / f"factory-{os.getpid()}"
+
+
+def sandboxes_for(built: BuiltTask, backend: str) -> SandboxBackend:
+    """`checks.backend_for`, self-tested in this process's own folder."""
+    settings = SandboxSettings(hidden=tuple(scan_hidden_paths(built.task)))
+    sandboxes = open_backend(backend, settings)
+    sandboxes.self_test(self_test_folder())
+    return sandboxes
+
+
 def measure_job(job: Job) -> Measured:
     started = time.monotonic()
     done = _measure(job)
@@ -80,7 +97,7 @@ def _measure(job: Job) -> Measured:
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as scratch:
-        derived = derive_tests(built, backend_for(built, job.backend), Path(scratch), False)
+        derived = derive_tests(built, sandboxes_for(built, job.backend), Path(scratch), False)
     done = Measured(
         job.key, fail_to_pass=derived.fail_to_pass, pass_to_pass=len(derived.pass_to_pass),
         spilled=len(derived.spilled), changed_lines=answer.reference_changed_lines(built),

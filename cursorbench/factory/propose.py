@@ -37,7 +37,7 @@ from cursorbench.factory.filters import (
     canary_failure,
     cheap_failure,
 )
-from cursorbench.factory.measure import Job
+from cursorbench.factory.measure import Job, self_test_folder
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import Release, check_fresh, find_release
 from cursorbench.factory.schedule import Entry, Scheduler, earlier
@@ -135,7 +135,7 @@ class Proposer:
         if cached is not None:
             return cached, True
         sandboxes = open_backend(self.backend, SandboxSettings())
-        sandboxes.self_test(cache_home() / "self-test")
+        sandboxes.self_test(self_test_folder())
         timeout = Limits().test_timeout_s * 3
         root = cache_home() / "validate"
         root.mkdir(parents=True, exist_ok=True)
