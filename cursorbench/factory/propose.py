@@ -237,7 +237,18 @@ class Proposer:
 
         scheduler.checkpoint = lambda: write(False)
         written = scheduler.run(self.jobs)
+        self.drop_stale(written, rows, previous)
         return Outcome(rows, written, write(True))
+
+    def drop_stale(
+        self, written: list[Path], rows: list[Proposal], previous: dict[str, Proposal]
+    ) -> None:
+        """Removes task files an earlier run proposed that this one does not (a filter
+        added since refuses them); files the factory did not write stay."""
+        ours = {r.task_id for r in [*rows, *previous.values()] if r.task_id}
+        for path in sorted((self.out / "tasks").glob("*.yaml")):
+            if path.stem in ours and path not in written:
+                path.unlink()
 
     def summary(
         self, rows: list[Proposal], testmap: CoverageMap, coverage_s: float, total_s: float
