@@ -11,7 +11,7 @@ source text at the node's position (never by unparsing), and each becomes a
 `replace_text` whose `old` is the smallest run of whole lines around the edit that occurs
 exactly once in the file at the moment it applies (operations apply in order, so each is
 checked on the text its predecessors left). Only sites on lines that at least two passing
-tests execute are used.
+tests execute, and that do not run at import or collection, are used.
 
 A candidate takes up to `MAX_SITES` sites of different kinds on distinct lines. Its
 hidden test files are chosen as for a deletion (`candidates.choose_hidden`) from the
@@ -282,9 +282,15 @@ def _unique_block(data: bytes, current: str, site: Site) -> tuple[str | None, st
 
 
 def _covered(sites: list[Site], file: str, testmap: CoverageMap) -> list[Site]:
+    """The sites on lines that enough passing tests run, and nothing at import (a bug
+    there would break every test)."""
     passing = testmap.passing()
+    by_line = testmap.runs.get(file, {})
     return [
-        s for s in sites if len(testmap.tests_running(file, [s.line]) & passing) >= MIN_LINE_TESTS
+        s
+        for s in sites
+        if len(testmap.tests_running(file, [s.line]) & passing) >= MIN_LINE_TESTS
+        and "" not in by_line.get(s.line, set())
     ]
 
 

@@ -34,6 +34,7 @@ class Symbol:
     start: int  # first line, decorators included
     end: int
     docstring: str
+    function: bool = True  # a def (else a class, whose body runs at import anyway)
 
     @property
     def public(self) -> bool:
@@ -50,6 +51,7 @@ class Candidate:
     predicted_fail: list[str] = field(default_factory=list)  # exercising, in hidden files
     predicted_spill: list[str] = field(default_factory=list)  # exercising, elsewhere
     hidden_coverage: float | None = None
+    runs_at_import: bool = False  # a function body that runs outside any test
     unexport: list[ReplaceText] = field(default_factory=list)  # `reexports`' edits
 
     @property
@@ -76,7 +78,8 @@ def top_level_symbols(tree: Path, relative: str) -> list[Symbol]:
         if isinstance(node, Definition) and node.end_lineno is not None:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list])
             doc = ast.get_docstring(node) or ""
-            found.append(Symbol(relative, node.name, start, node.end_lineno, doc))
+            function = not isinstance(node, ast.ClassDef)
+            found.append(Symbol(relative, node.name, start, node.end_lineno, doc, function))
     return found
 
 
@@ -127,6 +130,9 @@ def describe(candidate: Candidate, testmap: CoverageMap) -> Candidate:
         candidate.removed |= {n for n in statements if symbol.start <= n <= symbol.end}
         body = body_lines(symbol, statements)
         candidate.exercising |= testmap.tests_running(candidate.file, body)
+        by_line = testmap.runs.get(candidate.file, {})
+        if symbol.function and any("" in by_line.get(n, set()) for n in body):
+            candidate.runs_at_import = True
     candidate.exercising &= testmap.passing()
     hidden, fail, spill = choose_hidden(candidate.exercising, testmap)
     candidate.hidden_files, candidate.predicted_fail, candidate.predicted_spill = (

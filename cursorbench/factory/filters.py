@@ -26,9 +26,9 @@ MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
 # In the order they are applied; `proposals.json` names the first one a candidate failed
 # (a bug candidate has no size or import filter).
 FILTERS = (
-    "size", "imported_elsewhere", "hidden_fail_to_pass", "spill", "hidden_coverage",
-    "canaries", "overlap", "max_reached", "build", "measured_fail_to_pass", "measured_spill",
-    "derive",
+    "size", "imported_elsewhere", "runs_at_import", "hidden_fail_to_pass", "spill",
+    "hidden_coverage", "canaries", "overlap", "max_reached", "build", "measured_fail_to_pass",
+    "measured_spill", "derive",
 )  # fmt: skip
 
 
@@ -73,6 +73,8 @@ def cheap_failure(
         return "size", f"{size} executable lines (want {MIN_STATEMENTS}-{MAX_STATEMENTS})"
     if importers:
         return "imported_elsewhere", f"imported by name in {', '.join(importers[:3])}"
+    if candidate.runs_at_import:
+        return "runs_at_import", "its body runs at import or collection: every test would fail"
     if len(candidate.predicted_fail) < MIN_FAIL_TO_PASS:
         return (
             "hidden_fail_to_pass",

@@ -288,3 +288,14 @@ def test_a_module_attribute_read_at_import_counts_as_an_import(tmp_path: Path) -
     tree = _tree(tmp_path, files)
     last = Candidate("pkg/mod.py", [Symbol("pkg/mod.py", "last", 25, 30, "")])
     assert imported_elsewhere(tree, last, sorted(files)) == ["pkg/curried.py"]
+
+
+def test_a_function_body_run_at_import_fails_runs_at_import() -> None:
+    testmap = _map()
+    testmap.runs["pkg/mod.py"][27] |= {""}  # e.g. a module-level call of it
+    found = describe(Candidate("pkg/mod.py", [Symbol("pkg/mod.py", "last", 25, 30, "")]), testmap)
+    assert found.runs_at_import
+    failed = cheap_failure(found, test_files=10, passing=200, importers=[])
+    assert failed is not None and failed[0] == "runs_at_import"
+    klass = Symbol("pkg/mod.py", "Last", 25, 30, "", function=False)  # class bodies run anyway
+    assert not describe(Candidate("pkg/mod.py", [klass]), testmap).runs_at_import
