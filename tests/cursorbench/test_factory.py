@@ -135,3 +135,15 @@ def test_endpoint_writer_sends_the_rubric(prompt_endpoint: tuple[Any, str]) -> N
     text, writer = EndpointWriter(url, "prompt-writer-double").write(facts)
     assert text == double.text and writer == "endpoint:prompt-writer-double"
     assert double.seen[0]["messages"][0] == {"role": "system", "content": RUBRIC}
+
+
+def test_endpoint_writer_sends_the_bug_rubric(prompt_endpoint: tuple[Any, str]) -> None:
+    from cursorbench.factory.bug_prompts import BUG_RUBRIC, BugFacts, write_bug_report
+    from cursorbench.factory.prompts import EndpointWriter
+
+    double, url = prompt_endpoint
+    facts = BugFacts("t", "wordkit", ["`to_camel_identifier('a_b')` should give 'aB'"], [])
+    text, writer = write_bug_report(facts, EndpointWriter(url, "prompt-writer-double"))
+    assert text == double.text and writer == "endpoint:prompt-writer-double"
+    assert double.seen[0]["messages"][0] == {"role": "system", "content": BUG_RUBRIC}
+    assert "should give" in double.seen[0]["messages"][1]["content"]
