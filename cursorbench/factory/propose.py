@@ -61,7 +61,7 @@ class Outcome:
 def task_id(package: str, candidate: Candidate | BugCandidate) -> str:
     stem = Path(candidate.file).stem
     stem = Path(candidate.file).parent.name if stem == "__init__" else stem
-    base = f"{package}-{stem}-{candidate.names[0]}"
+    base = f"{package}-{stem}-{candidate.names[0].replace('.', '-')}"  # Class.method
     if len(candidate.names) > 1:
         base += f"-and-{len(candidate.names) - 1}"
     if isinstance(candidate, BugCandidate):
