@@ -131,9 +131,9 @@ def measured_failure(
 ) -> tuple[str, str] | None:
     """The first measured filter failed, from `derive_tests`' figures and problems."""
     if fail_to_pass < MIN_FAIL_TO_PASS:
-        return "measured_fail_to_pass", f"{fail_to_pass} hidden tests fail with it deleted"
+        return "measured_fail_to_pass", f"{fail_to_pass} hidden tests fail on the broken tree"
     if spilled > spill_limit(visible):
-        return "measured_spill", f"{spilled} visible tests fail with it deleted"
+        return "measured_spill", f"{spilled} visible tests fail on the broken tree"
     if problems:
         return "derive", problems[0]
     return None
