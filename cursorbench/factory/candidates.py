@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cursorbench.checks import MIN_FAIL_TO_PASS
 from cursorbench.factory.coverage_map import CoverageMap
-from cursorbench.factory.reexports import package_init, unexport_edits
+from cursorbench.factory.reexports import own_all_edits, package_init, unexport_edits
 from cursorbench.task import RemoveSymbol, ReplaceText
 from harness.pyast import parse_module
 
@@ -166,12 +166,16 @@ def imported_elsewhere(tree: Path, candidate: Candidate, files: list[str]) -> li
     `__init__.py` when its re-export can go with the names (`candidate.unexport` is then
     set: see `reexports`)."""
     found = _importers(tree, candidate, files)
+    own = own_all_edits(tree, candidate.file, set(candidate.names))
+    if own is None:
+        return [candidate.file]  # an `__all__` that is not a literal: cannot edit it
+    candidate.unexport = own
     init = package_init(candidate.file)
     if init in found:
         module = Path(candidate.file).stem
         edits = unexport_edits(tree, candidate.file, set(candidate.names), module)
         if edits is not None:
-            candidate.unexport = edits
+            candidate.unexport += edits
             found.remove(init)
     return found
 

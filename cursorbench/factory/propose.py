@@ -127,6 +127,7 @@ class Proposer:
         self.kinds, self.jobs = kinds, jobs
         self.tree = prepared_tree(release.source, build_cache())
         self.test_args = test_args_for(self.tree)
+        self.ids: set[str] = set()  # every candidate's task id
 
     def coverage(self) -> tuple[CoverageMap, bool]:
         """The suite's coverage map, and whether it was read from an earlier run."""
@@ -178,6 +179,7 @@ class Proposer:
         rows: list[Proposal] = []
         entries: list[Entry] = []
         canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}
+        self.ids = {task_id(self.release.source.name, c) for c in found}
         for candidate in found:
             if isinstance(candidate, BugCandidate):
                 failure = bug_cheap_failure(candidate, test_files)
@@ -243,9 +245,9 @@ class Proposer:
     def drop_stale(
         self, written: list[Path], rows: list[Proposal], previous: dict[str, Proposal]
     ) -> None:
-        """Removes task files an earlier run proposed that this one does not (a filter
-        added since refuses them); files the factory did not write stay."""
-        ours = {r.task_id for r in [*rows, *previous.values()] if r.task_id}
+        """Removes task files an earlier (or interrupted) run wrote that this one does not
+        propose; files not named like one of the factory's candidates stay."""
+        ours = self.ids | {r.task_id for r in [*rows, *previous.values()] if r.task_id}
         for path in sorted((self.out / "tasks").glob("*.yaml")):
             if path.stem in ours and path not in written:
                 path.unlink()

@@ -8,6 +8,8 @@ it uses them nowhere but in that import and in `__all__`, the candidate also edi
 two statements (`replace_text` on their whole lines, written back one name a line, as the
 formatters write them). The reference solution is the original, so the re-export is part
 of the answer. Any other importer still refuses the candidate (`imported_elsewhere`).
+The deleted names also leave their own module's `__all__` (`own_all_edits`): a star
+import of the module fails on a listed name that is missing.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ def _import_text(node: ast.ImportFrom, kept: list[ast.alias], multiline: bool) -
 
 def _all_text(node: ast.Assign, elements: list[ast.expr], text: str, multiline: bool) -> str:
     shown = [ast.get_source_segment(text, e) or "" for e in elements]
+    opening, closing = ("(", ")") if isinstance(node.value, ast.Tuple) else ("[", "]")
     if not multiline:
-        return "__all__ = [" + ", ".join(shown) + "]"
-    return "__all__ = [\n" + "".join(f"    {s},\n" for s in shown) + "]"
+        single = "," if opening == "(" and len(shown) == 1 else ""
+        return f"__all__ = {opening}{', '.join(shown)}{single}{closing}"
+    return f"__all__ = {opening}\n" + "".join(f"    {s},\n" for s in shown) + closing
 
 
 def _uses(module: ast.Module, names: set[str]) -> bool:
@@ -79,20 +83,47 @@ def unexport_edits(
             edits.append(ReplaceText(file=init, old=old, new=_import_text(node, kept, "\n" in old)))
     if not edits or _uses(module, exported):
         return None
+    listed = all_edits(init, text, module, exported)
+    if listed is None:
+        return None
+    edits += listed
+    if any(text.count(edit.old) != 1 for edit in edits):
+        return None
+    return edits
+
+
+def all_edits(
+    file: str, text: str, module: ast.Module, names: set[str]
+) -> list[ReplaceText] | None:
+    """The edit removing `names` from the module's literal `__all__` (none when it lists
+    none of them); None when `__all__` is not a literal list or tuple."""
+    edits: list[ReplaceText] = []
     for node in module.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and node.targets else None
-        if isinstance(target, ast.Name) and target.id == "__all__":
-            assert isinstance(node, ast.Assign)
-            if not isinstance(node.value, ast.List | ast.Tuple):
-                return None
-            elements = node.value.elts
-            kept_elts = [
-                e for e in elements if not (isinstance(e, ast.Constant) and e.value in exported)
-            ]
-            if len(kept_elts) != len(elements):
-                old = _lines(text, node)
-                new = _all_text(node, kept_elts, text, "\n" in old)
-                edits.append(ReplaceText(file=init, old=old, new=new))
-    if any(text.count(edit.old) != 1 for edit in edits):
+        if not (isinstance(target, ast.Name) and target.id == "__all__"):
+            continue
+        assert isinstance(node, ast.Assign)
+        if not isinstance(node.value, ast.List | ast.Tuple):
+            return None
+        elements = node.value.elts
+        kept = [e for e in elements if not (isinstance(e, ast.Constant) and e.value in names)]
+        if len(kept) != len(elements):
+            old = _lines(text, node)
+            edits.append(
+                ReplaceText(file=file, old=old, new=_all_text(node, kept, text, "\n" in old))
+            )
+    return edits
+
+
+def own_all_edits(tree: Path, file: str, names: set[str]) -> list[ReplaceText] | None:
+    """The edit removing deleted names from their own module's `__all__`, which a star
+    import (`from .functoolz import *`) would otherwise fail on."""
+    text = (tree / file).read_text(encoding="utf-8", errors="replace")
+    try:
+        module = parse_module(text)
+    except SyntaxError:
+        return None
+    edits = all_edits(file, text, module, names)
+    if edits is None or any(text.count(edit.old) != 1 for edit in edits):
         return None
     return edits

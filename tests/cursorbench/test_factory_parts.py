@@ -299,3 +299,16 @@ def test_a_function_body_run_at_import_fails_runs_at_import() -> None:
     assert failed is not None and failed[0] == "runs_at_import"
     klass = Symbol("pkg/mod.py", "Last", 25, 30, "", function=False)  # class bodies run anyway
     assert not describe(Candidate("pkg/mod.py", [klass]), testmap).runs_at_import
+
+
+def test_a_deleted_name_leaves_its_own_module_all(tmp_path: Path) -> None:
+    listed = MODULE.replace("import os\n", 'import os\n\n__all__ = ("Shape", "last")\n')
+    tree = _tree(tmp_path, {"pkg/mod.py": listed, "pkg/star.py": "from .mod import *\n"})
+    last = Candidate("pkg/mod.py", [Symbol("pkg/mod.py", "last", 27, 32, "")])
+    assert imported_elsewhere(tree, last, ["pkg/mod.py", "pkg/star.py"]) == []
+    edit = last.operations()[1]
+    assert edit.file == "pkg/mod.py" and edit.new == '__all__ = ("Shape",)'  # type: ignore[union-attr]
+    computed = tmp_path / "computed"
+    tree = _tree(computed, {"pkg/mod.py": MODULE + "\n__all__ = sorted(['last'])\n"})
+    again = Candidate("pkg/mod.py", [Symbol("pkg/mod.py", "last", 25, 30, "")])
+    assert imported_elsewhere(tree, again, ["pkg/mod.py"]) == ["pkg/mod.py"]
