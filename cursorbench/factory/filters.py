@@ -17,6 +17,7 @@ from cursorbench.checks import MAX_SPILL, MAX_SPILL_SHARE, MIN_FAIL_TO_PASS
 from cursorbench.coverage_check import MIN_COVERAGE
 from cursorbench.factory.bugs import BugCandidate
 from cursorbench.factory.candidates import Candidate
+from cursorbench.leaks import MIN_CHARS, MIN_HITS
 from harness.canaries import canary_problems
 
 MIN_STATEMENTS = 5  # executable lines removed
@@ -27,8 +28,8 @@ MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
 # (a bug candidate has no size or import filter).
 FILTERS = (
     "size", "imported_elsewhere", "runs_at_import", "hidden_fail_to_pass", "spill",
-    "hidden_coverage", "canaries", "overlap", "max_reached", "build", "measured_fail_to_pass",
-    "measured_spill", "derive",
+    "hidden_coverage", "canaries", "test_lines_in_source", "overlap", "max_reached", "build",
+    "measured_fail_to_pass", "measured_spill", "derive",
 )  # fmt: skip
 
 
@@ -124,6 +125,39 @@ def canary_failure(tree: Path, hidden_files: list[str]) -> tuple[str, str] | Non
             continue
     problems = canary_problems(sources)
     return ("canaries", problems[0]) if problems else None
+
+
+def hidden_lines_failure(
+    tree: Path, hidden_files: list[str], files: list[str]
+) -> tuple[str, str] | None:
+    """The build's leak scan refuses a workspace file holding `MIN_HITS` distinctive lines
+    of the answer, and the hidden tests' lines are part of the answer: when a package file
+    (its docstring examples, most often) holds that many lines of the hidden tests that are
+    no line of the workspace, the build would fail. The same count on the pristine tree's
+    package files, before building; the scan itself, with the reference's lines too and
+    every readable file, still runs at the build."""
+    hidden = set(hidden_files)
+    present: set[str] = set()
+    texts = {}
+    for path in files:
+        texts[path] = (tree / path).read_text(encoding="utf-8", errors="replace")
+        present.update(line.strip() for line in texts[path].splitlines())
+    patterns: set[str] = set()
+    for path in hidden:
+        try:
+            lines = (tree / path).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        patterns |= {line.strip() for line in lines if len(line.strip()) >= MIN_CHARS}
+    patterns -= present
+    for path, text in texts.items():
+        hits = [line for line in patterns if line in text]
+        if len(hits) >= MIN_HITS:
+            return (
+                "test_lines_in_source",
+                f"{path} holds {len(hits)} hidden-test lines, e.g. {hits[0]!r}",
+            )
+    return None
 
 
 def measured_failure(

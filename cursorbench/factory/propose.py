@@ -36,6 +36,7 @@ from cursorbench.factory.filters import (
     bug_cheap_failure,
     canary_failure,
     cheap_failure,
+    hidden_lines_failure,
 )
 from cursorbench.factory.measure import Job, self_test_folder
 from cursorbench.factory.prompts import PromptFacts
@@ -179,6 +180,7 @@ class Proposer:
         rows: list[Proposal] = []
         entries: list[Entry] = []
         canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}
+        leaky: dict[tuple[str, ...], tuple[str, str] | None] = {}
         self.ids = {task_id(self.release.source.name, c) for c in found}
         for candidate in found:
             if isinstance(candidate, BugCandidate):
@@ -190,7 +192,9 @@ class Proposer:
                 hidden = tuple(candidate.hidden_files)
                 if hidden not in canaries:
                     canaries[hidden] = canary_failure(self.tree, list(hidden))
-                failure = canaries[hidden]
+                if hidden not in leaky:
+                    leaky[hidden] = hidden_lines_failure(self.tree, list(hidden), files)
+                failure = canaries[hidden] or leaky[hidden]
             row = _row(candidate)
             rows.append(row)
             if failure is not None:

@@ -25,7 +25,12 @@ from cursorbench.factory.candidates import (
     top_level_symbols,
 )
 from cursorbench.factory.coverage_map import CoverageMap
-from cursorbench.factory.filters import canary_failure, cheap_failure, measured_failure
+from cursorbench.factory.filters import (
+    canary_failure,
+    cheap_failure,
+    hidden_lines_failure,
+    measured_failure,
+)
 from cursorbench.factory.release import Release, check_fresh, release_date
 from cursorbench.sources import SourceError
 from cursorbench.task import PackageSource
@@ -312,3 +317,13 @@ def test_a_deleted_name_leaves_its_own_module_all(tmp_path: Path) -> None:
     tree = _tree(computed, {"pkg/mod.py": MODULE + "\n__all__ = sorted(['last'])\n"})
     again = Candidate("pkg/mod.py", [Symbol("pkg/mod.py", "last", 25, 30, "")])
     assert imported_elsewhere(tree, again, ["pkg/mod.py"]) == ["pkg/mod.py"]
+
+
+def test_hidden_test_lines_in_a_docstring_fail_before_the_build(tmp_path: Path) -> None:
+    lines = [f"    result = transform_sequence([{n}, 2, 3, 4, 5])" for n in range(3)]
+    test = "def test_t():\n" + "\n".join(lines) + "\n    assert result == [1]\n"
+    doc = '"""Examples:\n\n' + "\n".join(f"    >>> {line.strip()}" for line in lines) + '\n"""\n'
+    tree = _tree(tmp_path, {"tests/test_t.py": test, "pkg/mod.py": doc, "pkg/b.py": "x = 1\n"})
+    found = hidden_lines_failure(tree, ["tests/test_t.py"], ["pkg/b.py", "pkg/mod.py"])
+    assert found is not None and found[0] == "test_lines_in_source" and "pkg/mod.py" in found[1]
+    assert hidden_lines_failure(tree, ["tests/test_t.py"], ["pkg/b.py"]) is None
