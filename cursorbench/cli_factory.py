@@ -19,32 +19,47 @@ def register(tasks_app: typer.Typer) -> None:
 def tasks_propose(
     release: Annotated[str, typer.Argument(help="The package release, NAME==VERSION.")],
     out: Annotated[Path, typer.Option(help="Folder for tasks/*.yaml and proposals.json.")],
-    max_tasks: Annotated[int, typer.Option("--max", min=1, help="Tasks to propose.")] = 10,
+    max_tasks: Annotated[
+        int, typer.Option("--max", min=1, help="Tasks to propose (of each kind).")
+    ] = 10,
     released_after: Annotated[
         str | None, typer.Option(help="Refuse releases not after this date (YYYY-MM-DD).")
     ] = None,
+    kind: Annotated[
+        str, typer.Option(help="deletion (new-feature tasks), bugs (debugging tasks) or both.")
+    ] = "deletion",
+    jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
     endpoint: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL for the prompt writer.")
     ] = None,
     model: Annotated[str, typer.Option(help="The prompt writer's model name.")] = "gpt-4o-mini",
 ) -> None:
-    """Propose feature-deletion tasks from a release's own test suite (see docs/tasks.md)."""
-    from cursorbench.factory.prompts import EndpointWriter
-    from cursorbench.factory.propose import propose
+    """Propose tasks from a release's own test suite; rerun with the same --out to resume
+    (see docs/tasks.md)."""
+    from cursorbench.factory.release import check_fresh, find_release
     from cursorbench.sources import SourceError
-    from harness.sandbox import choose_backend
+    from harness.home import build_cache
 
-    after = dt.date.fromisoformat(released_after) if released_after else None
-    writer = EndpointWriter(endpoint, model) if endpoint else None
+    if kind not in ("deletion", "bugs", "both"):
+        console.print(f"[red]error[/] --kind {kind!r}: give deletion, bugs or both")
+        raise typer.Exit(EXIT_BAD_INPUT)
     try:
-        outcome = propose(release, out, max_tasks, after, choose_backend(sandbox), writer)
-    except SourceError as error:
+        after = dt.date.fromisoformat(released_after) if released_after else None
+        found = find_release(release, build_cache())
+        check_fresh(found, after)  # before anything heavy is imported or started
+    except (SourceError, ValueError) as error:
         console.print(f"[red]error[/] {error}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    from cursorbench.factory.propose import propose
+    from harness.sandbox import choose_backend
+
+    link = (endpoint, model) if endpoint else None
+    outcome = propose(found, out, max_tasks, after, choose_backend(sandbox), link, kind, jobs)
     summary = outcome.summary
     console.print(
-        f"{summary['candidates_total']} candidates, {summary['proposed']} proposed; "
+        f"{summary['candidates_total']} candidates, {summary['proposed']} proposed "
+        f"({summary['measured_now']} measured now, {summary['resumed']} resumed); "
         f"{out / 'proposals.json'}"
     )
     for path in outcome.written:

@@ -160,3 +160,25 @@ for rel in files:
     out[rel] = {{"statements": list(statements), "lines": lines}}
 print({mark!r} + json.dumps({{"contexts": contexts, "files": out, "outcomes": outcomes}}))
 """.replace("{mark!r}", repr(MARK))
+
+
+def save(testmap: CoverageMap, path: Path, key: str) -> None:
+    """Writes the map to `path`, tagged with `key` (the release and the test arguments)."""
+    runs = {p: {str(n): sorted(t) for n, t in lines.items()} for p, lines in testmap.runs.items()}
+    data = {
+        "key": key, "outcomes": testmap.outcomes, "statements": testmap.statements,
+        "runs": runs, "duration_s": testmap.duration_s,
+    }  # fmt: skip
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def load(path: Path, key: str) -> CoverageMap | None:
+    """The map `save` wrote for `key`; None when there is none (or another key's)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    runs = {p: {int(n): set(t) for n, t in lines.items()} for p, lines in data["runs"].items()}
+    return CoverageMap(data["outcomes"], data["statements"], runs, data["duration_s"])

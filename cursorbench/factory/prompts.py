@@ -141,13 +141,19 @@ class EndpointWriter:
 
     def write(self, facts: PromptFacts) -> tuple[str, str]:
         """(prompt, writer): the endpoint's when it keeps the rubric, else the offline one."""
+        return self.ask(self.messages(facts), facts.names, offline_prompt(facts))
+
+    def ask(
+        self, messages: list[dict[str, str]], names: list[str], fallback: str
+    ) -> tuple[str, str]:
+        """The endpoint's reply to `messages` when it keeps the rubric, else `fallback`."""
         try:
-            reply = self.model.complete(self.messages(facts), tools=[])
+            reply = self.model.complete(messages, tools=[])
         except ModelAPIError:
-            return offline_prompt(facts), "offline (endpoint failed)"
+            return fallback, "offline (endpoint failed)"
         text = (reply.content or "").strip()
-        if not text or prompt_problems(text, facts.names):
-            return offline_prompt(facts), "offline (reply broke the rubric)"
+        if not text or prompt_problems(text, names):
+            return fallback, "offline (reply broke the rubric)"
         return text, f"endpoint:{self.model.name}"
 
 

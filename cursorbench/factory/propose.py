@@ -1,18 +1,20 @@
 """`tasks propose`: from a package release to proposed task specs and `proposals.json`.
 
-One coverage run of the package's suite (`coverage_map`), every candidate described
-from it (`candidates`), the cheap filters (`filters`), then, most exercised first, each
-surviving candidate written as a draft task file, built (with the leak scan) and its
-lists derived by `checks.derive_tests` without perturbations (`tasks validate` runs
-those), until `max_tasks` are proposed. Candidates that share a symbol with one already
-proposed are skipped ("overlap"). Every candidate's figures and the first filter it
-failed go to `proposals.json`; a failed draft's file is removed.
+One coverage run of the package's suite (`coverage_map`; kept in `coverage.json` in the
+output folder, so that a rerun skips it), every candidate described from it: feature
+deletions (`candidates`) and procedural bugs (`bugs`), as `--kind` asks. The cheap
+filters (`filters`) read the coverage only; the survivors are measured (`measure`: built
+with the leak scan, lists derived) in order on `jobs` processes, resuming an earlier
+run's measurements (`schedule`), until `max_tasks` of each kind are proposed. Every
+candidate's figures and the first filter it failed go to `proposals.json`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
+import os
 import re
 import tempfile
 import time
@@ -20,28 +22,33 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from cursorbench import answer
-from cursorbench.checks import backend_for, derive_tests
+from cursorbench.factory.bugs import BugCandidate, enumerate_bugs
 from cursorbench.factory.candidates import (
     Candidate,
     enumerate_candidates,
     imported_elsewhere,
     test_file,
 )
-from cursorbench.factory.coverage_map import CoverageMap, measure, test_args_for
-from cursorbench.factory.filters import FILTERS, Proposal, cheap_failure, measured_failure
-from cursorbench.factory.prompts import EndpointWriter, PromptFacts, write_prompt
+from cursorbench.factory.coverage_map import CoverageMap, load, measure, save, test_args_for
+from cursorbench.factory.filters import (
+    FILTERS,
+    Proposal,
+    bug_cheap_failure,
+    canary_failure,
+    cheap_failure,
+    hidden_lines_failure,
+)
+from cursorbench.factory.measure import Job, self_test_folder
+from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import Release, check_fresh, find_release
-from cursorbench.loader import load_task_for_derive
+from cursorbench.factory.schedule import Entry, Scheduler, earlier
 from cursorbench.sources import import_root, prepared_tree
-from cursorbench.suites import _Literal
-from cursorbench.workspace import BuildError, build, cache_home
+from cursorbench.workspace import cache_home
 from harness.home import build_cache
 from harness.sandbox import SandboxSettings, open_backend
 from harness.spec import Limits
 
+KINDS = {"deletion": ("deletion",), "bugs": ("bugs",), "both": ("deletion", "bugs")}
 SUITE_VERSION = "factory"
 
 
@@ -52,13 +59,15 @@ class Outcome:
     summary: dict[str, object]
 
 
-def task_id(package: str, candidate: Candidate) -> str:
+def task_id(package: str, candidate: Candidate | BugCandidate) -> str:
     stem = Path(candidate.file).stem
     stem = Path(candidate.file).parent.name if stem == "__init__" else stem
-    base = f"{package}-{stem}-{candidate.names[0]}"
-    if len(candidate.symbols) > 1:
-        base += f"-and-{len(candidate.symbols) - 1}"
-    return re.sub(r"[^a-z0-9.-]+", "-", base.lower()).strip("-.")
+    base = f"{package}-{stem}-{candidate.names[0].replace('.', '-')}"  # Class.method
+    if len(candidate.names) > 1:
+        base += f"-and-{len(candidate.names) - 1}"
+    if isinstance(candidate, BugCandidate):
+        base += "-bugs"
+    return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-.")
 
 
 def dotted_module(tree: Path, relative: str) -> str:
@@ -68,19 +77,22 @@ def dotted_module(tree: Path, relative: str) -> str:
 
 
 def spec_data(
-    release: Release, candidate: Candidate, test_args: list[str], ident: str, prompt: str
+    release: Release, candidate: Candidate | BugCandidate, test_args: list[str], ident: str
 ) -> dict[str, object]:
+    """The task's fields; its prompt is written once it is measured (`measure`)."""
     source = release.source
+    if isinstance(candidate, BugCandidate):
+        category, kind = "debugging", "bug_injection"
+        operations = [op.model_dump() for op in candidate.operations]
+    else:
+        category, kind = "new_feature", "feature_deletion"
+        operations = [op.model_dump() for op in candidate.operations()]
     data: dict[str, object] = {
-        "id": ident,
-        "suite_version": SUITE_VERSION,
-        "category": "new_feature",
-        "prompt": _Literal(prompt) if "\n" in prompt else prompt,
+        "id": ident, "suite_version": SUITE_VERSION, "category": category, "prompt": "",
         "released": release.released.isoformat() if release.released else None,
         "source": {"kind": "package", "name": source.name, "version": source.version,
                    "sha256": source.sha256},
-        "mutation": {"kind": "feature_deletion",
-                     "operations": [op.model_dump() for op in candidate.operations()]},
+        "mutation": {"kind": kind, "operations": operations},
         "verification": {"test_args": test_args, "hidden_tests": candidate.hidden_files,
                          "fail_to_pass": candidate.predicted_fail, "pass_to_pass": []},
     }  # fmt: skip
@@ -89,16 +101,18 @@ def spec_data(
     return data
 
 
-def write_spec(path: Path, data: dict[str, object]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
-    path.write_text(text, encoding="utf-8")
-
-
-def _row(candidate: Candidate) -> Proposal:
+def _row(candidate: Candidate | BugCandidate) -> Proposal:
+    if isinstance(candidate, BugCandidate):
+        kind, size, mutations = "bugs", len(candidate.lines), [s.kind for s in candidate.sites]
+    else:
+        kind, size, mutations = "deletion", len(candidate.removed), []
+    ops = candidate.operations if isinstance(candidate, BugCandidate) else candidate.operations()
+    measured = {"operations": [op.model_dump() for op in ops], "hidden": candidate.hidden_files}
+    digest = hashlib.sha256(json.dumps(measured).encode()).hexdigest()
     return Proposal(
-        key=candidate.key, file=candidate.file, symbols=candidate.names,
-        removed_statements=len(candidate.removed), exercising_tests=len(candidate.exercising),
+        key=candidate.key, kind=kind, file=candidate.file, symbols=candidate.names,
+        candidate_digest=digest[:16],
+        mutations=mutations, removed_statements=size, exercising_tests=len(candidate.exercising),
         hidden_tests=candidate.hidden_files, predicted_fail_to_pass=len(candidate.predicted_fail),
         predicted_spill=len(candidate.predicted_spill), hidden_coverage=candidate.hidden_coverage,
     )  # fmt: skip
@@ -106,97 +120,141 @@ def _row(candidate: Candidate) -> Proposal:
 
 class Proposer:
     def __init__(
-        self, release: Release, out: Path, backend: str, writer: EndpointWriter | None
-    ) -> None:
-        self.release, self.out, self.backend, self.writer = release, out, backend, writer
+        self, release: Release, out: Path, backend: str,
+        endpoint: tuple[str, str] | None = None, kinds: tuple[str, ...] = ("deletion",),
+        jobs: int = 1,
+    ) -> None:  # fmt: skip
+        self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
+        self.kinds, self.jobs = kinds, jobs
         self.tree = prepared_tree(release.source, build_cache())
         self.test_args = test_args_for(self.tree)
-        self.taken: set[tuple[str, str]] = set()
+        self.ids: set[str] = set()  # every candidate's task id
 
-    def coverage(self, scratch: Path) -> CoverageMap:
+    def coverage(self) -> tuple[CoverageMap, bool]:
+        """The suite's coverage map, and whether it was read from an earlier run."""
+        key = f"{self.release.source.sha256}:{' '.join(self.test_args)}"
+        cached = load(self.out / "coverage.json", key)
+        if cached is not None:
+            return cached, True
         sandboxes = open_backend(self.backend, SandboxSettings())
-        sandboxes.self_test(cache_home() / "self-test")
+        sandboxes.self_test(self_test_folder())
         timeout = Limits().test_timeout_s * 3
-        return measure(sandboxes, self.tree, scratch, self.test_args, timeout)
+        root = cache_home() / "validate"
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=root) as scratch:
+            testmap = measure(sandboxes, self.tree, Path(scratch), self.test_args, timeout)
+        save(testmap, self.out / "coverage.json", key)
+        return testmap, False
 
-    def measure_one(self, candidate: Candidate, row: Proposal, testmap: CoverageMap) -> Path | None:
-        """Builds and derives one candidate; its task file when it passes, else None."""
+    def job(self, candidate: Candidate | BugCandidate, testmap: CoverageMap) -> Job:
         ident = task_id(self.release.source.name, candidate)
-        row.task_id = ident
-        facts = PromptFacts(
-            task_id=ident, package=self.release.source.name,
-            module=dotted_module(self.tree, candidate.file),
-            names=[s.name for s in candidate.symbols if s.public],
-            docstrings=[s.docstring for s in candidate.symbols if s.public],
-            test_names=candidate.predicted_fail,
+        hidden = set(candidate.hidden_files)
+        visible = sum(1 for t in testmap.passing() if test_file(t) not in hidden)
+        facts = None
+        if isinstance(candidate, Candidate):
+            facts = PromptFacts(
+                task_id=ident, package=self.release.source.name,
+                module=dotted_module(self.tree, candidate.file),
+                names=[s.name for s in candidate.symbols if s.public],
+                docstrings=[s.docstring for s in candidate.symbols if s.public],
+                test_names=candidate.predicted_fail,
+            )  # fmt: skip
+        return Job(
+            key=candidate.key, kind="deletion" if facts else "bugs",
+            path=self.out / "tasks" / f"{ident}.yaml",
+            data=spec_data(self.release, candidate, self.test_args, ident),
+            backend=self.backend, visible=visible, tree=self.tree, facts=facts,
+            endpoint=self.endpoint,
         )  # fmt: skip
-        prompt, _ = write_prompt(facts, self.writer)
-        path = self.out / "tasks" / f"{ident}.yaml"
-        data = spec_data(self.release, candidate, self.test_args, ident, prompt)
-        write_spec(path, data)
-        try:
-            built = build(load_task_for_derive(path))
-        except BuildError as error:
-            row.failed, row.why = "build", str(error)
-            path.unlink()
-            return None
-        root = cache_home() / "validate"
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=root) as scratch:
-            derived = derive_tests(built, backend_for(built, self.backend), Path(scratch), False)
-        row.fail_to_pass, row.pass_to_pass = len(derived.fail_to_pass), len(derived.pass_to_pass)
-        row.spilled = len(derived.spilled)
-        row.changed_lines = answer.reference_changed_lines(built)
-        visible = sum(1 for t in testmap.passing() if test_file(t) not in candidate.hidden_files)
-        failure = measured_failure(
-            len(derived.fail_to_pass), derived.problems, len(derived.spilled), visible
-        )
-        if failure is not None:
-            row.failed, row.why = failure
-            path.unlink()
-            return None
-        check = data["verification"]
-        assert isinstance(check, dict)
-        check["fail_to_pass"], check["pass_to_pass"] = derived.fail_to_pass, derived.pass_to_pass
-        write_spec(path, data)
-        return path
 
-    def run(self, max_tasks: int) -> Outcome:
-        started = time.monotonic()
-        root = cache_home() / "validate"
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=root) as scratch:
-            testmap = self.coverage(Path(scratch))
-        coverage_s = round(time.monotonic() - started, 2)
-        candidates = enumerate_candidates(self.tree, testmap)
+    def entries(self, testmap: CoverageMap) -> tuple[list[Proposal], list[Entry]]:
+        """Every candidate's row (cheap filters applied) and the survivors to measure."""
         files = sorted(testmap.statements)
         test_files = len({test_file(t) for t in testmap.outcomes})
         passing = len(testmap.passing())
+        found: list[Candidate | BugCandidate] = []
+        if "deletion" in self.kinds:
+            found += enumerate_candidates(self.tree, testmap)
+        if "bugs" in self.kinds:
+            found += enumerate_bugs(self.tree, testmap)
         rows: list[Proposal] = []
-        written: list[Path] = []
-        for candidate in candidates:
-            clock = time.monotonic()
+        entries: list[Entry] = []
+        canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}
+        leaky: dict[tuple[str, ...], tuple[str, str] | None] = {}
+        self.ids = {task_id(self.release.source.name, c) for c in found}
+        for candidate in found:
+            if isinstance(candidate, BugCandidate):
+                failure = bug_cheap_failure(candidate, test_files)
+            else:
+                importers = imported_elsewhere(self.tree, candidate, files)  # sets .unexport
+                failure = cheap_failure(candidate, test_files, passing, importers)
+            if failure is None:
+                hidden = tuple(candidate.hidden_files)
+                if hidden not in canaries:
+                    canaries[hidden] = canary_failure(self.tree, list(hidden))
+                if hidden not in leaky:
+                    leaky[hidden] = hidden_lines_failure(self.tree, list(hidden), files)
+                failure = canaries[hidden] or leaky[hidden]
             row = _row(candidate)
             rows.append(row)
-            importers = imported_elsewhere(self.tree, candidate, files)
-            failure = cheap_failure(candidate, test_files, passing, importers)
-            if failure is None and self.taken & {(candidate.file, n) for n in candidate.names}:
-                failure = ("overlap", "shares a symbol with a task already proposed")
-            if failure is None and len(written) >= max_tasks:
-                failure = ("max_reached", f"--max {max_tasks} tasks already proposed")
             if failure is not None:
                 row.failed, row.why = failure
-            else:
-                found = self.measure_one(candidate, row, testmap)
-                if found is not None:
-                    written.append(found)
-                    self.taken |= {(candidate.file, n) for n in candidate.names}
-            row.seconds = round(time.monotonic() - clock, 2)
-        summary = self.summary(rows, testmap, coverage_s, time.monotonic() - started)
-        (self.out / "proposals.json").write_text(
-            json.dumps({**summary, "candidates": [r.model_dump() for r in rows]}, indent=1)
-        )
-        return Outcome(rows, written, summary)
+                continue
+            row.task_id = task_id(self.release.source.name, candidate)
+            names = {(candidate.file, n) for n in candidate.names}
+            entries.append(Entry(row, names, lambda c=candidate: self.job(c, testmap)))  # type: ignore[misc]
+        return rows, entries
+
+    def previous(self) -> dict[str, Proposal]:
+        """The earlier run's rows, when it was of this release."""
+        try:
+            data = json.loads((self.out / "proposals.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("sha256") != self.release.source.sha256:
+            return {}
+        return earlier(data.get("candidates") or [])
+
+    def run(self, max_tasks: int) -> Outcome:
+        started = time.monotonic()
+        testmap, reused = self.coverage()
+        coverage_s = 0.0 if reused else round(time.monotonic() - started, 2)
+        rows, entries = self.entries(testmap)
+        previous = self.previous()
+        scheduler = Scheduler(entries, previous, self.out / "tasks", max_tasks)
+
+        def write(finished: bool) -> dict[str, object]:
+            summary = self.summary(rows, testmap, coverage_s, time.monotonic() - started)
+            summary |= {
+                "measured_now": scheduler.measured_now, "resumed": scheduler.resumed,
+                "coverage_reused": reused, "jobs": self.jobs, "kinds": list(self.kinds),
+                "finished": finished,
+            }  # fmt: skip
+            done = [r.model_dump() for r in rows if r.fail_to_pass is not None or r.failed]
+            # unfinished: what this run measured, and what the earlier run did not redo yet
+            kept = {r["key"] for r in done}
+            done += [r.model_dump() for k, r in previous.items() if k not in kept and not finished]
+            listed = [r.model_dump() for r in rows] if finished else done
+            path = self.out / "proposals.json"
+            staging = path.with_suffix(".json.tmp")
+            staging.write_text(json.dumps({**summary, "candidates": listed}, indent=1))
+            os.replace(staging, path)
+            return summary
+
+        scheduler.checkpoint = lambda: write(False)
+        written = scheduler.run(self.jobs)
+        self.drop_stale(written, rows, previous)
+        return Outcome(rows, written, write(True))
+
+    def drop_stale(
+        self, written: list[Path], rows: list[Proposal], previous: dict[str, Proposal]
+    ) -> None:
+        """Removes task files an earlier (or interrupted) run wrote that this one does not
+        propose; files not named like one of the factory's candidates stay."""
+        ours = self.ids | {r.task_id for r in [*rows, *previous.values()] if r.task_id}
+        for path in sorted((self.out / "tasks").glob("*.yaml")):
+            if path.stem in ours and path not in written:
+                path.unlink()
 
     def summary(
         self, rows: list[Proposal], testmap: CoverageMap, coverage_s: float, total_s: float
@@ -204,6 +262,8 @@ class Proposer:
         source = self.release.source
         failed = Counter(row.failed for row in rows if row.failed)
         measured = [row for row in rows if row.fail_to_pass is not None or row.failed == "build"]
+        by_kind = Counter(row.kind for row in rows)
+        proposed = Counter(row.kind for row in rows if not row.failed)
         return {
             "package": source.name, "version": source.version, "sha256": source.sha256,
             "released": self.release.released.isoformat() if self.release.released else None,
@@ -211,6 +271,7 @@ class Proposer:
             "test_args": self.test_args, "tests": len(testmap.outcomes),
             "passing_tests": len(testmap.passing()), "coverage_run_s": coverage_s,
             "candidates_total": len(rows), "proposed": sum(1 for r in rows if not r.failed),
+            "candidates_by_kind": dict(by_kind), "proposed_by_kind": dict(proposed),
             "failed_by_filter": {name: failed.get(name, 0) for name in FILTERS},
             "passed_filter": _passed_each(rows), "measured": len(measured),
             "measured_s_per_candidate": round(
@@ -228,14 +289,19 @@ def _passed_each(rows: list[Proposal]) -> dict[str, int]:
 
 
 def propose(
-    requirement: str,
+    requirement: str | Release,
     out: Path,
     max_tasks: int = 10,
     released_after: dt.date | None = None,
     backend: str = "bubblewrap",
-    writer: EndpointWriter | None = None,
+    endpoint: tuple[str, str] | None = None,
+    kind: str = "deletion",
+    jobs: int = 1,
 ) -> Outcome:
-    release = find_release(requirement, build_cache())
+    """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, both)."""
+    release = requirement
+    if isinstance(release, str):
+        release = find_release(release, build_cache())
     check_fresh(release, released_after)
     out.mkdir(parents=True, exist_ok=True)
-    return Proposer(release, out, backend, writer).run(max_tasks)
+    return Proposer(release, out, backend, endpoint, KINDS[kind], jobs).run(max_tasks)

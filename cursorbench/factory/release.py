@@ -5,7 +5,8 @@ The sdist is looked up first in the build cache's `sdists/<sha256>/` folders (wh
 `sources.fetch_sdist` keeps every sdist it fetched, and where tests place the sdists
 they make), then downloaded with `pip download` like `sources.fetch_sdist` does. The
 release date is the date of the sdist's `PKG-INFO` (the time it was built, which is
-when it was released for every sdist uploaded as built); a `--released-after` date
+when it was released for every sdist uploaded as built), else, when that stamp is a
+reproducible build's placeholder, the newest member's; a `--released-after` date
 refuses older releases.
 """
 
@@ -25,6 +26,9 @@ from cursorbench.sources import SourceError, _pip_download, sha256_file
 from cursorbench.task import PackageSource
 
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+# Stamps before this are a reproducible build's placeholders (0, or zip's 1980-01-01),
+# not dates: PDM writes PKG-INFO with mtime 0, and the other members keep theirs.
+EARLIEST = dt.datetime(1980, 1, 2, tzinfo=dt.UTC).timestamp()
 
 
 @dataclass(frozen=True)
@@ -102,10 +106,11 @@ def release_date(sdist: Path) -> dt.date | None:
                     stamps.append((top, float(member.mtime)))
     except (tarfile.TarError, zipfile.BadZipFile, OSError):
         return None
+    stamps = [(top, when) for top, when in stamps if when >= EARLIEST]
     if not stamps:
         return None
     chosen = max(stamps)  # the PKG-INFO if there is one, else the newest
-    return dt.datetime.fromtimestamp(chosen[1], dt.UTC).date() if chosen[1] > 0 else None
+    return dt.datetime.fromtimestamp(chosen[1], dt.UTC).date()
 
 
 def _pkg_info(name: str) -> bool:

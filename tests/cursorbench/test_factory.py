@@ -24,7 +24,7 @@ def test_propose_then_validate(tmp_path: Path) -> None:
     out = tmp_path / "proposed"
     done = subprocess.run(
         [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "3"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((out / "proposals.json").read_text())
@@ -32,9 +32,37 @@ def test_propose_then_validate(tmp_path: Path) -> None:
     assert summary["failed_by_filter"]["size"] >= 1
     done = subprocess.run(
         [*CLI, "tasks", "validate", "--tasks", str(out)], capture_output=True, text=True,
-        timeout=300,
+        timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_bugs_propose_on_two_jobs_validate_then_resume(tmp_path: Path) -> None:
+    """`--kind both --jobs 2` proposes a debugging task too, `tasks validate` accepts what
+    was proposed, and a rerun with the same --out measures nothing again."""
+    place_wordkit()
+    out = tmp_path / "proposed"
+    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "both"]
+    done = subprocess.run([*command, "--jobs", "2"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "[1/" in done.stderr  # progress lines
+    summary = json.loads((out / "proposals.json").read_text())
+    bugs = [c for c in summary["candidates"] if c["kind"] == "bugs" and c["failed"] is None]
+    assert bugs and summary["proposed_by_kind"]["deletion"] >= 1
+    task = (out / "tasks" / f"{bugs[0]['task_id']}.yaml").read_text()
+    assert "category: debugging" in task and "kind: bug_injection" in task
+    assert "cases.py" not in task.split("source:")[0]  # the report never names the place
+    done = subprocess.run(
+        [*CLI, "tasks", "validate", "--tasks", str(out / "tasks")], capture_output=True,
+        text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = json.loads((out / "proposals.json").read_text())
+    assert again["measured_now"] == 0 and again["coverage_reused"] is True
+    assert again["resumed"] == summary["measured_now"] and again["proposed"] == summary["proposed"]
 
 
 def test_offline_prompt_keeps_the_rubric_and_varies() -> None:
@@ -107,3 +135,15 @@ def test_endpoint_writer_sends_the_rubric(prompt_endpoint: tuple[Any, str]) -> N
     text, writer = EndpointWriter(url, "prompt-writer-double").write(facts)
     assert text == double.text and writer == "endpoint:prompt-writer-double"
     assert double.seen[0]["messages"][0] == {"role": "system", "content": RUBRIC}
+
+
+def test_endpoint_writer_sends_the_bug_rubric(prompt_endpoint: tuple[Any, str]) -> None:
+    from cursorbench.factory.bug_prompts import BUG_RUBRIC, BugFacts, write_bug_report
+    from cursorbench.factory.prompts import EndpointWriter
+
+    double, url = prompt_endpoint
+    facts = BugFacts("t", "wordkit", ["`to_camel_identifier('a_b')` should give 'aB'"], [])
+    text, writer = write_bug_report(facts, EndpointWriter(url, "prompt-writer-double"))
+    assert text == double.text and writer == "endpoint:prompt-writer-double"
+    assert double.seen[0]["messages"][0] == {"role": "system", "content": BUG_RUBRIC}
+    assert "should give" in double.seen[0]["messages"][1]["content"]

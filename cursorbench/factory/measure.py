@@ -1,0 +1,129 @@
+"""Measuring one candidate: its draft task file written, built (with the leak scan), its
+lists derived by `checks.derive_tests` without perturbations (`tasks validate` runs
+those), the measured filters applied and, when it passes, its prompt written and the
+task file completed; a failed draft's file is removed.
+
+A `Job` holds plain data only, so that `measure_job` runs as well in another process
+(`propose --jobs N`) as in this one. The prompt is written after the measurement: a
+debugging task's bug report is made from the tests that measurably fail.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from cursorbench import answer
+from cursorbench.checks import derive_tests
+from cursorbench.factory.bug_prompts import BugFacts, symptoms, write_bug_report
+from cursorbench.factory.filters import measured_failure
+from cursorbench.factory.prompts import EndpointWriter, PromptFacts, write_prompt
+from cursorbench.loader import load_task_for_derive
+from cursorbench.suites import _Literal
+from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from harness.sandbox import SandboxSettings, open_backend
+from harness.sandbox.protocol import SandboxBackend
+
+DRAFT_PROMPT = "(written once the task is measured)"
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str
+    kind: str  # deletion, bugs
+    path: Path  # the task file
+    data: dict[str, object]  # the task's fields, prompt still the draft's
+    backend: str
+    visible: int  # passing tests outside its hidden files (the spill limit's base)
+    tree: Path  # the pristine tree (a bug report reads the failing tests there)
+    facts: PromptFacts | None = None  # a deletion's prompt facts
+    endpoint: tuple[str, str] | None = None  # (base URL, model) of the prompt writer
+
+
+@dataclass
+class Measured:
+    key: str
+    path: Path | None = None  # the task file, when it passed
+    fail_to_pass: list[str] = field(default_factory=list)
+    pass_to_pass: int | None = None
+    spilled: int | None = None
+    changed_lines: int | None = None
+    failure: tuple[str, str] | None = None
+    prompt_writer: str = ""
+    seconds: float = 0.0
+    measured: bool = True  # False: failed before the derivation
+
+
+def write_spec(path: Path, data: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def self_test_folder() -> Path:
+    """The sandbox self-test's scratch, one per process: `checks.backend_for` uses one
+    folder for all, and two processes testing at once remove each other's workspace."""
+    return cache_home() / "self-test" / f"factory-{os.getpid()}"
+
+
+def sandboxes_for(built: BuiltTask, backend: str) -> SandboxBackend:
+    """`checks.backend_for`, self-tested in this process's own folder."""
+    settings = SandboxSettings(hidden=tuple(scan_hidden_paths(built.task)))
+    sandboxes = open_backend(backend, settings)
+    sandboxes.self_test(self_test_folder())
+    return sandboxes
+
+
+def measure_job(job: Job) -> Measured:
+    started = time.monotonic()
+    done = _measure(job)
+    done.seconds = round(time.monotonic() - started, 2)
+    return done
+
+
+def _measure(job: Job) -> Measured:
+    data = dict(job.data, prompt=DRAFT_PROMPT)
+    write_spec(job.path, data)
+    try:
+        built = build(load_task_for_derive(job.path))
+    except BuildError as error:
+        job.path.unlink()
+        return Measured(job.key, failure=("build", str(error)), measured=False)
+    root = cache_home() / "validate"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as scratch:
+        derived = derive_tests(built, sandboxes_for(built, job.backend), Path(scratch), False)
+    done = Measured(
+        job.key, fail_to_pass=derived.fail_to_pass, pass_to_pass=len(derived.pass_to_pass),
+        spilled=len(derived.spilled), changed_lines=answer.reference_changed_lines(built),
+    )  # fmt: skip
+    done.failure = measured_failure(
+        len(derived.fail_to_pass), derived.problems, len(derived.spilled), job.visible
+    )
+    if done.failure is not None:
+        job.path.unlink()
+        return done
+    prompt, done.prompt_writer = _prompt(job, derived.fail_to_pass)
+    check = data["verification"]
+    assert isinstance(check, dict)
+    check["fail_to_pass"], check["pass_to_pass"] = derived.fail_to_pass, derived.pass_to_pass
+    data["prompt"] = _Literal(prompt) if "\n" in prompt else prompt
+    write_spec(job.path, data)
+    done.path = job.path
+    return done
+
+
+def _prompt(job: Job, failing: list[str]) -> tuple[str, str]:
+    writer = EndpointWriter(*job.endpoint) if job.endpoint else None
+    if job.facts is not None:
+        return write_prompt(job.facts, writer)
+    source = job.data["source"]
+    assert isinstance(source, dict)
+    ident = str(job.data["id"])
+    facts = BugFacts(ident, str(source["name"]), symptoms(job.tree, failing), failing)
+    return write_bug_report(facts, writer)
