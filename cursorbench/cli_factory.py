@@ -29,6 +29,15 @@ def tasks_propose(
         str, typer.Option(help="deletion (new-feature tasks), bugs (debugging tasks) or both.")
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
+    requirement: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--requirement",
+            "-r",
+            help="A pinned NAME==VERSION the tests need, for the tasks' own environment "
+            "(repeat it); one is made anyway when the package is installed beside the harness.",
+        ),
+    ] = None,
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
     endpoint: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL for the prompt writer.")
@@ -55,7 +64,8 @@ def tasks_propose(
     from harness.sandbox import choose_backend
 
     link = (endpoint, model) if endpoint else None
-    outcome = propose(found, out, max_tasks, after, choose_backend(sandbox), link, kind, jobs)
+    backend = choose_backend(sandbox)
+    outcome = propose(found, out, max_tasks, after, backend, link, kind, jobs, requirement or None)
     summary = outcome.summary
     console.print(
         f"{summary['candidates_total']} candidates, {summary['proposed']} proposed "

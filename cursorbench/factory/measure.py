@@ -28,6 +28,7 @@ from cursorbench.suites import _Literal
 from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
+from harness.sandbox.registry import with_python_env
 
 DRAFT_PROMPT = "(written once the task is measured)"
 
@@ -72,11 +73,12 @@ def self_test_folder() -> Path:
 
 
 def sandboxes_for(built: BuiltTask, backend: str) -> SandboxBackend:
-    """`checks.backend_for`, self-tested in this process's own folder."""
+    """`checks.backend_for` (the task's own environment shown where it has one),
+    self-tested in this process's own folder."""
     settings = SandboxSettings(hidden=tuple(scan_hidden_paths(built.task)))
     sandboxes = open_backend(backend, settings)
     sandboxes.self_test(self_test_folder())
-    return sandboxes
+    return with_python_env(sandboxes, built.python_env)
 
 
 def measure_job(job: Job) -> Measured:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -44,8 +45,10 @@ from cursorbench.factory.release import Release, check_fresh, find_release
 from cursorbench.factory.schedule import Entry, Scheduler, earlier
 from cursorbench.sources import import_root, prepared_tree
 from cursorbench.workspace import cache_home
+from harness.envs import ensure_environment, refuse_package
 from harness.home import build_cache
 from harness.sandbox import SandboxSettings, open_backend
+from harness.sandbox.registry import with_python_env
 from harness.spec import Limits
 
 KINDS = {"deletion": ("deletion",), "bugs": ("bugs",), "both": ("deletion", "bugs")}
@@ -77,7 +80,11 @@ def dotted_module(tree: Path, relative: str) -> str:
 
 
 def spec_data(
-    release: Release, candidate: Candidate | BugCandidate, test_args: list[str], ident: str
+    release: Release,
+    candidate: Candidate | BugCandidate,
+    test_args: list[str],
+    ident: str,
+    environment: list[str] | None = None,
 ) -> dict[str, object]:
     """The task's fields; its prompt is written once it is measured (`measure`)."""
     source = release.source
@@ -98,7 +105,23 @@ def spec_data(
     }  # fmt: skip
     if data["released"] is None:
         del data["released"]
+    if environment is not None:
+        data["environment"] = {"requirements": environment}
     return data
+
+
+def environment_for(name: str, requirements: list[str] | None) -> list[str] | None:
+    """The requirements of the tasks' own environment: those given, or none (pytest and
+    coverage only) when the package is installed beside the harness, whose copy would
+    otherwise be importable in the sandbox (the answer, outside the workspace); None: the
+    harness's environment will do."""
+    if requirements is not None:
+        return list(requirements)
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return []
 
 
 def _row(candidate: Candidate | BugCandidate) -> Proposal:
@@ -122,10 +145,11 @@ class Proposer:
     def __init__(
         self, release: Release, out: Path, backend: str,
         endpoint: tuple[str, str] | None = None, kinds: tuple[str, ...] = ("deletion",),
-        jobs: int = 1,
+        jobs: int = 1, requirements: list[str] | None = None,
     ) -> None:  # fmt: skip
         self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
         self.kinds, self.jobs = kinds, jobs
+        self.environment = environment_for(release.source.name, requirements)
         self.tree = prepared_tree(release.source, build_cache())
         self.test_args = test_args_for(self.tree)
         self.ids: set[str] = set()  # every candidate's task id
@@ -133,11 +157,17 @@ class Proposer:
     def coverage(self) -> tuple[CoverageMap, bool]:
         """The suite's coverage map, and whether it was read from an earlier run."""
         key = f"{self.release.source.sha256}:{' '.join(self.test_args)}"
+        if self.environment is not None:
+            key += f":env={' '.join(self.environment)}"
         cached = load(self.out / "coverage.json", key)
         if cached is not None:
             return cached, True
         sandboxes = open_backend(self.backend, SandboxSettings())
         sandboxes.self_test(self_test_folder())
+        if self.environment is not None:
+            env = ensure_environment(self.environment)
+            refuse_package(env, self.release.source.name)
+            sandboxes = with_python_env(sandboxes, env)
         timeout = Limits().test_timeout_s * 3
         root = cache_home() / "validate"
         root.mkdir(parents=True, exist_ok=True)
@@ -162,7 +192,7 @@ class Proposer:
         return Job(
             key=candidate.key, kind="deletion" if facts else "bugs",
             path=self.out / "tasks" / f"{ident}.yaml",
-            data=spec_data(self.release, candidate, self.test_args, ident),
+            data=spec_data(self.release, candidate, self.test_args, ident, self.environment),
             backend=self.backend, visible=visible, tree=self.tree, facts=facts,
             endpoint=self.endpoint,
         )  # fmt: skip
@@ -268,7 +298,8 @@ class Proposer:
             "package": source.name, "version": source.version, "sha256": source.sha256,
             "released": self.release.released.isoformat() if self.release.released else None,
             "proposed_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "test_args": self.test_args, "tests": len(testmap.outcomes),
+            "test_args": self.test_args, "environment": self.environment,
+            "tests": len(testmap.outcomes),
             "passing_tests": len(testmap.passing()), "coverage_run_s": coverage_s,
             "candidates_total": len(rows), "proposed": sum(1 for r in rows if not r.failed),
             "candidates_by_kind": dict(by_kind), "proposed_by_kind": dict(proposed),
@@ -297,6 +328,7 @@ def propose(
     endpoint: tuple[str, str] | None = None,
     kind: str = "deletion",
     jobs: int = 1,
+    requirements: list[str] | None = None,
 ) -> Outcome:
     """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, both)."""
     release = requirement
@@ -304,4 +336,5 @@ def propose(
         release = find_release(release, build_cache())
     check_fresh(release, released_after)
     out.mkdir(parents=True, exist_ok=True)
-    return Proposer(release, out, backend, endpoint, KINDS[kind], jobs).run(max_tasks)
+    proposer = Proposer(release, out, backend, endpoint, KINDS[kind], jobs, requirements)
+    return proposer.run(max_tasks)

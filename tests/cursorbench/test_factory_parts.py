@@ -327,3 +327,13 @@ def test_hidden_test_lines_in_a_docstring_fail_before_the_build(tmp_path: Path) 
     found = hidden_lines_failure(tree, ["tests/test_t.py"], ["pkg/b.py", "pkg/mod.py"])
     assert found is not None and found[0] == "test_lines_in_source" and "pkg/mod.py" in found[1]
     assert hidden_lines_failure(tree, ["tests/test_t.py"], ["pkg/b.py"]) is None
+
+
+def test_a_package_installed_beside_the_harness_gets_an_environment_of_its_own() -> None:
+    """Its installed copy would be importable in the sandbox (the answer, outside the
+    workspace); given requirements are kept; otherwise the harness's environment does."""
+    from cursorbench.factory.propose import environment_for
+
+    assert environment_for("sortedcontainers", None) == []  # hypothesis needs it here
+    assert environment_for("wordkit", ["cbdep==1.0"]) == ["cbdep==1.0"]
+    assert environment_for("wordkit", None) is None
