@@ -42,6 +42,7 @@ from cursorbench.factory.filters import (
 from cursorbench.factory.measure import Job, self_test_folder
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import Release, check_fresh, find_release
+from cursorbench.factory.requirements import declared, pin
 from cursorbench.factory.schedule import Entry, Scheduler, earlier
 from cursorbench.sources import import_root, prepared_tree
 from cursorbench.workspace import cache_home
@@ -110,13 +111,18 @@ def spec_data(
     return data
 
 
-def environment_for(name: str, requirements: list[str] | None) -> list[str] | None:
-    """The requirements of the tasks' own environment: those given, or none (pytest and
-    coverage only) when the package is installed beside the harness, whose copy would
-    otherwise be importable in the sandbox (the answer, outside the workspace); None: the
-    harness's environment will do."""
+def environment_for(release: Release, requirements: list[str] | None) -> list[str] | None:
+    """The requirements of the tasks' own environment: those given; else what the release
+    declares (`requirements.declared`), pinned; else none (pytest and coverage only) when
+    the package is installed beside the harness, whose copy would otherwise be importable
+    in the sandbox (the answer, outside the workspace); None: the harness's environment
+    will do."""
     if requirements is not None:
         return list(requirements)
+    name = release.source.name
+    wanted = declared(release.sdist, name)
+    if wanted:
+        return pin(wanted, name)
     try:
         importlib.metadata.distribution(name)
     except importlib.metadata.PackageNotFoundError:
@@ -149,7 +155,7 @@ class Proposer:
     ) -> None:  # fmt: skip
         self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
         self.kinds, self.jobs = kinds, jobs
-        self.environment = environment_for(release.source.name, requirements)
+        self.environment = environment_for(release, requirements)
         self.tree = prepared_tree(release.source, build_cache())
         self.test_args = test_args_for(self.tree)
         self.ids: set[str] = set()  # every candidate's task id

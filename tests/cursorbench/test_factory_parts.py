@@ -329,11 +329,24 @@ def test_hidden_test_lines_in_a_docstring_fail_before_the_build(tmp_path: Path) 
     assert hidden_lines_failure(tree, ["tests/test_t.py"], ["pkg/b.py"]) is None
 
 
-def test_a_package_installed_beside_the_harness_gets_an_environment_of_its_own() -> None:
+def test_a_package_installed_beside_the_harness_gets_an_environment_of_its_own(
+    tmp_path: Path,
+) -> None:
     """Its installed copy would be importable in the sandbox (the answer, outside the
-    workspace); given requirements are kept; otherwise the harness's environment does."""
+    workspace); given requirements are kept; a release that declares nothing and is not
+    installed here runs in the harness's environment."""
     from cursorbench.factory.propose import environment_for
 
-    assert environment_for("sortedcontainers", None) == []  # hypothesis needs it here
-    assert environment_for("wordkit", ["cbdep==1.0"]) == ["cbdep==1.0"]
-    assert environment_for("wordkit", None) is None
+    def release(name: str) -> Release:
+        sdist = tmp_path / f"{name}-1.0.tar.gz"
+        info = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode()
+        with tarfile.open(sdist, "w:gz") as bundle:
+            member = tarfile.TarInfo(f"{name}-1.0/PKG-INFO")
+            member.size = len(info)
+            bundle.addfile(member, io.BytesIO(info))
+        source = PackageSource(name=name, version="1.0", sha256="0" * 64)
+        return Release(source=source, sdist=sdist, released=None)
+
+    assert environment_for(release("sortedcontainers"), None) == []  # hypothesis needs it
+    assert environment_for(release("wordkit"), ["cbdep==1.0"]) == ["cbdep==1.0"]
+    assert environment_for(release("wordkit"), None) is None

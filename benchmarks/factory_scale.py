@@ -1,0 +1,182 @@
+"""The task factory at scale: `cursorbench tasks propose` over many releases, and what
+passed each filter.
+
+Runs the real CLI once per release of a list (`benchmarks/factory_packages.txt` by
+default), `--parallel` releases at a time, each with a wall-clock limit, and sums what
+each run's `proposals.json` says: candidates, how many got past each filter (in the
+order the factory applies them), proposed tasks, and the machine time (wall and CPU of
+the whole `propose` process tree) per candidate and per proposed task. A release whose
+run finished earlier is not run again (delete its folder to redo it); one that ran out
+of time keeps what it measured, and a rerun resumes it (the factory's own resume).
+
+    python benchmarks/factory_scale.py --out /work/rec/factory-scale --max 1 --parallel 2
+
+Writes `scale.json` (every release's row and the totals) in `--out` and prints a
+Markdown summary for `benchmarks/RESULTS.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cursorbench.factory.filters import FILTERS
+
+HERE = Path(__file__).resolve().parent
+
+
+def releases(path: Path) -> list[str]:
+    lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def summary_of(folder: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((folder / "proposals.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {k: v for k, v in data.items() if k != "candidates"} if isinstance(data, dict) else None
+
+
+def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, object]:
+    name, _, version = release.partition("==")
+    folder = out / name
+    earlier = summary_of(folder)
+    if earlier and earlier.get("finished") and earlier.get("version") == version:
+        return {"release": release, "status": "finished earlier", **earlier}
+    folder.mkdir(parents=True, exist_ok=True)
+    argv = [
+        str(Path(sys.executable).parent / "cursorbench"), "tasks", "propose", release,
+        "--out", str(folder), "--max", str(args.max), "--kind", args.kind, "--jobs", "1",
+    ]  # fmt: skip
+    started = time.monotonic()
+    with open(folder / "propose.log", "w") as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        timer = threading.Timer(args.timeout, lambda: os.killpg(proc.pid, 9))
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - started
+    cpu = usage.ru_utime + usage.ru_stime
+    row: dict[str, object] = {
+        "release": release, "rc": proc.returncode, "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1), "timed_out": proc.returncode == -9,
+    }  # fmt: skip
+    found = summary_of(folder)
+    if found is None:
+        row["status"] = "error"
+        row["error"] = last_line((folder / "propose.log").read_text(errors="replace"))
+        return row
+    row["status"] = "finished" if found.get("finished") else "partial"
+    return row | found
+
+
+def number(row: dict[str, object], key: str) -> float:
+    value = row.get(key)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def counts(row: dict[str, object], key: str) -> dict[str, int]:
+    value = row.get(key)
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): int(v) for k, v in value.items() if isinstance(v, int)}
+
+
+def totals(rows: list[dict[str, object]]) -> dict[str, object]:
+    with_candidates = [r for r in rows if number(r, "candidates_total") > 0]
+
+    def total(key: str) -> float:
+        return sum(number(r, key) for r in rows)
+
+    passed = {name: 0 for name in FILTERS}
+    proposed_by_kind: dict[str, int] = {}
+    for row in rows:
+        for name, count in counts(row, "passed_filter").items():
+            passed[name] = passed.get(name, 0) + count
+        for kind, count in counts(row, "proposed_by_kind").items():
+            proposed_by_kind[kind] = proposed_by_kind.get(kind, 0) + count
+    candidates, proposed = total("candidates_total"), total("proposed")
+    wall, cpu = total("wall_s"), total("cpu_s")
+    return {
+        "releases": len(rows), "releases_with_candidates": len(with_candidates),
+        "errors": sum(1 for r in rows if r.get("status") == "error"),
+        "timed_out": sum(1 for r in rows if r.get("timed_out")),
+        "candidates": int(candidates), "passed_filter": passed, "proposed": int(proposed),
+        "proposed_by_kind": proposed_by_kind, "measured": int(total("measured")),
+        "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        "cpu_s_per_candidate": round(cpu / max(candidates, 1), 2),
+        "cpu_s_per_proposed_task": round(cpu / max(proposed, 1), 1),
+        "coverage_run_s": round(total("coverage_run_s"), 1),
+    }  # fmt: skip
+
+
+def markdown(rows: list[dict[str, object]], summary: dict[str, object]) -> str:
+    names = list(FILTERS)
+    head = (
+        "| release | status | tests | candidates | "
+        + " | ".join(names)
+        + " | proposed | wall s | cpu s |"
+    )
+    lines = [head, "|" + "---|" * (len(names) + 7)]
+    for row in rows:
+        passed = counts(row, "passed_filter")
+        status = str(row.get("status"))
+        if status == "error":
+            status = f"error: {str(row.get('error', ''))[:80]}"
+        cells = [
+            str(row["release"]), status, str(row.get("passing_tests", "-")),
+            str(row.get("candidates_total", "-")), *(str(passed.get(n, "-")) for n in names),
+            str(row.get("proposed", "-")), str(row.get("wall_s", "-")), str(row.get("cpu_s", "-")),
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\n" + json.dumps(summary, indent=1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--packages", type=Path, default=HERE / "factory_packages.txt")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--max", type=int, default=1, help="tasks of each kind per release")
+    parser.add_argument("--kind", default="both")
+    parser.add_argument("--parallel", type=int, default=2, help="releases at once")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per release")
+    args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress in a log
+    wanted = releases(args.packages)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, object]] = []
+    lock = threading.Lock()
+
+    def record(release: str) -> None:
+        row = run_one(release, args.out, args)
+        with lock:
+            rows.append(row)
+            order = {r: i for i, r in enumerate(wanted)}
+            rows.sort(key=lambda r: order[str(r["release"])])
+            done = {"rows": rows, "totals": totals(rows)}
+            (args.out / "scale.json").write_text(json.dumps(done, indent=1))
+            counts = f"{row.get('candidates_total', '-')} candidates, "
+            counts += f"{row.get('proposed', '-')} proposed, {row.get('wall_s', '-')} s"
+            print(f"[{len(rows)}/{len(wanted)}] {release}: {row.get('status')} {counts}")
+
+    with ThreadPoolExecutor(args.parallel) as pool:
+        list(pool.map(record, wanted))
+    print(markdown(rows, totals(rows)))
+
+
+if __name__ == "__main__":
+    main()
