@@ -26,7 +26,11 @@ def tasks_propose(
         str | None, typer.Option(help="Refuse releases not after this date (YYYY-MM-DD).")
     ] = None,
     kind: Annotated[
-        str, typer.Option(help="deletion (new-feature tasks), bugs (debugging tasks) or both.")
+        str,
+        typer.Option(
+            help="deletion (new-feature tasks), bugs (debugging tasks), iterate (follow-ups "
+            "to an earlier turn), both (deletion and bugs) or all."
+        ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
     requirement: Annotated[
@@ -50,8 +54,8 @@ def tasks_propose(
     from cursorbench.sources import SourceError
     from harness.home import build_cache
 
-    if kind not in ("deletion", "bugs", "both"):
-        console.print(f"[red]error[/] --kind {kind!r}: give deletion, bugs or both")
+    if kind not in ("deletion", "bugs", "iterate", "both", "all"):
+        console.print(f"[red]error[/] --kind {kind!r}: give deletion, bugs, iterate, both or all")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         after = dt.date.fromisoformat(released_after) if released_after else None

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from cursorbench.harbor_harness import write_harness_tests, write_tree_solution
+from cursorbench.task import Task
 from cursorbench.workspace import BuiltTask
 from harness.errors import CursorBenchError
 from harness.kinds.registry import graded_by_run
@@ -66,7 +67,7 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
     if target.exists():
         shutil.rmtree(target)
     (target / "environment").mkdir(parents=True)
-    (target / "instruction.md").write_text(task.prompt.rstrip() + "\n", encoding="utf-8")
+    (target / "instruction.md").write_text(instruction(task), encoding="utf-8")
     (target / "task.toml").write_text(task_toml(built, image, python), encoding="utf-8")
     _write_environment(built, target / "environment", image)
     if check is not None:
@@ -76,6 +77,19 @@ def export_task(built: BuiltTask, out: Path, image: str, python: str = sys.execu
         write_harness_tests(built, target / "tests", image, python)
         write_tree_solution(built, target / "solution")
     return target
+
+
+def instruction(task: Task) -> str:
+    """`instruction.md`: the prompt, after the task's earlier turns as a transcript (a Harbor
+    task has one instruction, not a conversation)."""
+    if not task.earlier_turns:
+        return task.prompt.rstrip() + "\n"
+    said = {"user": "User", "assistant": "Assistant"}
+    lines = ["The session so far:", ""]
+    for turn in task.earlier_turns:
+        lines += [f"**{said[turn.role]}:** {turn.content.strip()}", ""]
+    lines += ["Now:", "", task.prompt.rstrip(), ""]
+    return "\n".join(lines)
 
 
 def task_toml(built: BuiltTask, image: str, python: str) -> str:

@@ -18,7 +18,7 @@ from cursorbench.config import REFERENCE_SOLVER as REFERENCE_SOLVER
 from cursorbench.task import HarborSource
 from cursorbench.workspace import BuiltTask
 from harness.kinds.registry import kind_of
-from harness.openai_server import RawReply, Reply, error_reply, first_user_message, step_index
+from harness.openai_server import RawReply, Reply, error_reply, step_index
 
 
 def reference_steps(built: BuiltTask) -> list[Reply]:
@@ -50,18 +50,27 @@ def visible_test_args(built: BuiltTask, written: list[str]) -> list[str]:
 
 
 class ReferenceSolver:
-    """Knows each task by its prompt; its position in a script by the turns so far."""
+    """Knows each task by its prompt (the first user message it knows: a task's earlier
+    turns come before it); its position in a script by the model's turns since."""
 
     models = [REFERENCE_SOLVER]
 
     def __init__(self, tasks: list[BuiltTask]) -> None:
-        self._scripts: dict[str, list[Reply]] = {}
+        self._scripts: dict[str, tuple[list[Reply], int]] = {}
         for built in tasks:
-            self._scripts[built.task.prompt.strip()] = reference_steps(built)
+            earlier = sum(1 for t in built.task.earlier_turns if t.role == "assistant")
+            self._scripts[built.task.prompt.strip()] = (reference_steps(built), earlier)
 
     def respond(self, request: dict[str, Any]) -> Reply | RawReply:
-        script = self._scripts.get(first_user_message(request).strip())
-        if script is None:
-            return error_reply(400, "the reference solver knows no task with this prompt")
-        index = step_index(request)
-        return script[min(index, len(script) - 1)]
+        for text in user_messages(request):
+            if text.strip() in self._scripts:
+                script, earlier = self._scripts[text.strip()]
+                index = step_index(request) - earlier
+                return script[min(index, len(script) - 1)]
+        return error_reply(400, "the reference solver knows no task with this prompt")
+
+
+def user_messages(request: dict[str, Any]) -> list[str]:
+    messages = request.get("messages", [])
+    users = [m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return [text for text in users if isinstance(text, str)]

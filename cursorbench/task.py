@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from harness.kinds.registry import KINDS, kind_of
-from harness.spec import Limits, TaskVerification
+from harness.spec import Limits, TaskVerification, Turn, check_earlier_turns
 
 TASK_FORMAT_VERSION: Literal[1] = 1
 
@@ -159,6 +159,10 @@ class Task(Spec):
     released: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
     # The task's own Python environment; absent: the harness's (the v1 suite's tasks).
     environment: Environment | None = None
+    # The session before the prompt (an iterate-on-feature task: the request for the
+    # feature's first part and the answer; the workspace holds that part): user and
+    # assistant turns alternating, ending with the assistant's.
+    earlier_turns: list[Turn] = Field(default_factory=list)
 
     # Where the file was loaded from; not part of the file itself.
     path: Path | None = Field(default=None, exclude=True)
@@ -195,6 +199,11 @@ class Task(Spec):
         if unsafe:
             raise ValueError(f"authored test {unsafe[0]} is not a relative path inside the tree")
         return self
+
+    @field_validator("earlier_turns")
+    @classmethod
+    def _turns_alternate(cls, turns: list[Turn]) -> list[Turn]:
+        return check_earlier_turns(turns)
 
     @model_validator(mode="after")
     def _environment_lacks_the_package(self) -> Task:

@@ -109,6 +109,7 @@ class BuiltTask:
             secret_paths=secret_paths(task),
             python_env=self.python_env,
             restored_functions=self.restored_functions(),
+            earlier_turns=task.earlier_turns,
         )
 
     def restored_functions(self) -> dict[str, list[str]]:
@@ -155,8 +156,10 @@ def tree_digest(root: Path) -> str:
 
 def digested_json(task: Task) -> str:
     """The task file as its digest reads it: `released` is no build input, and an absent
-    `environment` is left out, so tasks written before it keep their digests."""
+    `environment` and no `earlier_turns` are left out, so tasks written before them keep
+    their digests."""
     unset = {"environment"} if task.environment is None else set()
+    unset |= set() if task.earlier_turns else {"earlier_turns"}
     return task.model_dump_json(exclude={"released", *unset})
 
 

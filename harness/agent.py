@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from harness.model import ChatModel, ContextOverflow, ModelAPIError, ToolCall
 from harness.results import Failure, Usage
 from harness.sandbox import ResourceLimitExceeded, Sandbox
-from harness.spec import Interruption, Limits
+from harness.spec import Interruption, Limits, Turn
 from harness.tools import (
     EDIT_TOOLS,
     READ_ONLY_TOOLS,
@@ -98,12 +98,14 @@ def run_agent(
     system_prompt: str | None = None,
     tools: list[str] | None = None,
     interruptions: list[Interruption] | None = None,
+    earlier_turns: list[Turn] | None = None,
 ) -> AgentOutcome:
     """Runs the loop to its end. Of one reply's tool calls only the first
     `max_tool_calls_per_reply` run (each of the rest gets a tool result saying it was
     skipped); running more than `max_tool_calls` in the attempt ends it as `tool_call_limit`.
     `system_prompt` (with `{root}` filled in) and `tools` (names) replace the defaults;
-    `interruptions` are user messages injected mid-run."""
+    `interruptions` are user messages injected mid-run; `earlier_turns` come between the
+    system prompt and `prompt`, as the session so far."""
     budget = _Budget(limits)
     offered = tuple(tools) if tools is not None else None
     schemas = tool_schemas(offered)
@@ -113,10 +115,12 @@ def run_agent(
     system = (system_prompt or SYSTEM_PROMPT).replace("{root}", sandbox.root)
     messages = [
         {"role": "system", "content": system},
+        *({"role": t.role, "content": t.content} for t in earlier_turns or []),
         {"role": "user", "content": prompt},
     ]
-    for message in messages:
-        trajectory.write("message", **message)
+    for at, message in enumerate(messages):
+        earlier = 0 < at < len(messages) - 1  # never the model's own reply in this attempt
+        trajectory.write("message", **message, **({"earlier": True} if earlier else {}))
     malformed = 0
     try:
         while True:

@@ -115,6 +115,7 @@ def _attempt(
             system_prompt=task.system_prompt,
             tools=task.tools,
             interruptions=task.interruptions,
+            earlier_turns=task.earlier_turns,
         )
         tally.turns, tally.tool_calls, tally.usage = (
             outcome.turns,

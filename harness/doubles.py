@@ -17,6 +17,7 @@ from harness.openai_server import (
     first_user_message,
     models_list_reply,
     step_index,
+    tool_turns,
 )
 
 
@@ -117,7 +118,7 @@ class IrrelevantEditDouble:
         self.seed = seed
 
     def respond(self, request: dict[str, Any]) -> Reply:
-        if step_index(request) > 0:
+        if tool_turns(request) > 0:
             return Reply(tool_calls=[("finish", {"summary": "Done."})])
         prompt = first_user_message(request)
         rng = random.Random(f"{self.seed}:{prompt}")
@@ -143,6 +144,6 @@ class BreakingDouble:
     models = ["breaking-double"]
 
     def respond(self, request: dict[str, Any]) -> Reply:
-        if step_index(request) > 0:
+        if tool_turns(request) > 0:
             return Reply(tool_calls=[("finish", {"summary": "Fixed everything."})])
         return Reply(tool_calls=[("run", {"command": BREAK_COMMAND})])

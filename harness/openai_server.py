@@ -410,6 +410,14 @@ def step_index(request: dict[str, Any]) -> int:
     return sum(1 for message in request.get("messages", []) if message.get("role") == "assistant")
 
 
+def tool_turns(request: dict[str, Any]) -> int:
+    """How many assistant turns with tool calls the conversation has: the position of a
+    script whose every reply calls a tool, which a task's earlier turns (plain text) do not
+    move."""
+    messages = request.get("messages", [])
+    return sum(1 for m in messages if m.get("role") == "assistant" and m.get("tool_calls"))
+
+
 def first_user_message(request: dict[str, Any]) -> str:
     for message in request.get("messages", []):
         if message.get("role") == "user":

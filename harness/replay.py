@@ -48,6 +48,7 @@ class Recording:
     root: str = ""
     ended_with: str | None = None  # the agent's failure, if the endpoint ended it
     end_message: str = ""
+    earlier: int = 0  # assistant turns of the task's earlier session (no replies of its own)
 
 
 def load_recordings(run_dir: Path) -> tuple[RunInfo, dict[str, Recording]]:
@@ -79,6 +80,8 @@ def _recording(records: list[dict[str, Any]]) -> Recording | None:
         kind = record.get("type")
         if kind == "message" and record.get("role") == "system":
             recording.root = _root(str(record.get("content", "")))
+        elif kind == "message" and record.get("role") == "assistant":
+            recording.earlier += 1  # an earlier turn: the request carries it, not a reply
         elif kind == "message":
             seen.append({"role": record.get("role"), "content": record.get("content")})
         elif kind == "model":
@@ -123,7 +126,7 @@ class ReplayResponder:
             return error_reply(400, f"a replay needs the {ATTEMPT_HEADER} header")
         task_id, _, epoch = key.rpartition("#")
         recording = self.recordings.get(key)
-        turn = step_index(request)
+        turn = step_index(request) - (recording.earlier if recording else 0)
         if recording is None:
             return self._diverged(task_id, epoch, turn, "the recording has no such attempt")
         messages = request.get("messages", [])

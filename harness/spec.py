@@ -8,7 +8,7 @@ on disk, hidden tests kept outside it, and how to verify the result.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import Field, model_validator
 
@@ -49,6 +49,26 @@ else:
     """What a task file may name: the kinds of `harness.kinds.registry.KINDS` that
     `in_task_files` (pytest, the default, docs, mutants, answer)."""
     AnyVerification = verification_union(in_task_files_only=False)
+
+
+class Turn(Frozen):
+    """A turn of the session before the task's prompt (an iterate-on-feature task's earlier
+    request and the answer to it): the model sees it as if it had happened."""
+
+    role: Literal["user", "assistant"]
+    content: str = Field(min_length=1)
+
+
+def check_earlier_turns(turns: list[Turn]) -> list[Turn]:
+    """Earlier turns alternate, from a user's request to an assistant's answer, so that the
+    task's prompt follows as the next user turn."""
+    for at, turn in enumerate(turns):
+        wanted = "user" if at % 2 == 0 else "assistant"
+        if turn.role != wanted:
+            raise ValueError(f"earlier turn {at + 1} is the {turn.role}'s; want the {wanted}'s")
+    if turns and turns[-1].role != "assistant":
+        raise ValueError("the earlier turns end with the user's: the prompt is the next one")
+    return turns
 
 
 class Interruption(Frozen):
@@ -105,6 +125,9 @@ class PreparedTask(Frozen):
         default=None, description="Names of the tools offered (harness/tools.py) [default: all]."
     )
     interruptions: list[Interruption] = Field(default_factory=list)
+    earlier_turns: list[Turn] = Field(
+        default_factory=list, description="The session before the prompt (`Turn`)."
+    )
     secret_paths: list[Path] = Field(
         default_factory=list,
         description="Host paths the agent must not see (task sources, their git history).",

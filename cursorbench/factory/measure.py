@@ -22,7 +22,12 @@ from cursorbench import answer
 from cursorbench.checks import derive_tests
 from cursorbench.factory.bug_prompts import BugFacts, symptoms, write_bug_report
 from cursorbench.factory.filters import measured_failure
-from cursorbench.factory.prompts import EndpointWriter, PromptFacts, write_prompt
+from cursorbench.factory.prompts import (
+    EndpointWriter,
+    PromptFacts,
+    followup_turns,
+    write_prompt,
+)
 from cursorbench.loader import load_task_for_derive
 from cursorbench.suites import _Literal
 from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
@@ -36,7 +41,7 @@ DRAFT_PROMPT = "(written once the task is measured)"
 @dataclass(frozen=True)
 class Job:
     key: str
-    kind: str  # deletion, bugs
+    kind: str  # deletion, bugs, iterate
     path: Path  # the task file
     data: dict[str, object]  # the task's fields, prompt still the draft's
     backend: str
@@ -44,6 +49,7 @@ class Job:
     tree: Path  # the pristine tree (a bug report reads the failing tests there)
     facts: PromptFacts | None = None  # a deletion's prompt facts
     endpoint: tuple[str, str] | None = None  # (base URL, model) of the prompt writer
+    earlier: PromptFacts | None = None  # a follow-up's earlier part (`followups`)
 
 
 @dataclass
@@ -110,7 +116,11 @@ def _measure(job: Job) -> Measured:
     if done.failure is not None:
         job.path.unlink()
         return done
-    prompt, done.prompt_writer = _prompt(job, derived.fail_to_pass)
+    if job.earlier is not None and job.facts is not None:  # a follow-up: written offline
+        data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
+        done.prompt_writer = "offline"
+    else:
+        prompt, done.prompt_writer = _prompt(job, derived.fail_to_pass)
     check = data["verification"]
     assert isinstance(check, dict)
     check["fail_to_pass"], check["pass_to_pass"] = derived.fail_to_pass, derived.pass_to_pass

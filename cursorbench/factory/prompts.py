@@ -108,6 +108,52 @@ def offline_prompt(facts: PromptFacts) -> str:
     return " ".join(parts)
 
 
+def _named(names: list[str]) -> str:
+    shown = [f"`{n}`" for n in names[:MAX_NAMES]]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _goal(facts: PromptFacts) -> str:
+    goals = [first_sentence(d) for d in facts.docstrings if d.strip()]
+    return goals[0][:1].lower() + goals[0][1:] if goals else ""
+
+
+def followup_turns(earlier: PromptFacts, later: PromptFacts) -> tuple[list[dict[str, str]], str]:
+    """An iterate-on-feature task's session (`factory/followups.py`): the user's request for
+    the whole feature, an answer that did the earlier part only, and the follow-up prompt
+    asking for the rest; wording picked by a hash of the task id, like `offline_prompt`."""
+    seed = int(hashlib.sha256(later.task_id.encode()).hexdigest()[:8], 16)
+    first, rest, where = _named(earlier.names), _named(later.names), f"`{later.module}`"
+    first_goal, rest_goal = _goal(earlier), _goal(later)
+    asked = _pick(seed, [
+        f"I'd like {first} and {rest} in {where}.",
+        f"Can you write {first} for {later.package}, and {rest} after it, in {where}?",
+        f"{later.package} needs {first} in {where}, and then {rest}.",
+    ])  # fmt: skip
+    if first_goal:
+        asked += f" The first should {first_goal}."
+    answer = f"I've added {first} to {where}"
+    answer += f", to {first_goal}." if first_goal else "."
+    answer += _pick(seed >> 3, [
+        f" I haven't written {rest} yet.",
+        f" {rest[:1].upper() + rest[1:]} is still to do; say if you want me to go on.",
+        f" Next would be {rest}.",
+    ])  # fmt: skip
+    prompt = _pick(seed >> 6, [
+        f"Thanks, that works. Now do {rest} as well",
+        f"Good. Please go on with {rest}",
+        f"Looks fine. Next, {rest}",
+    ])  # fmt: skip
+    prompt += f": it should {rest_goal}." if rest_goal else "."
+    details = behaviours(later.test_names, later.names)
+    if (seed >> 9) % 2 and details:
+        shown = details[: 2 + (seed >> 10) % 3]
+        listed = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]
+        prompt += f" It has to cope with {listed}."
+    turns = [{"role": "user", "content": asked}, {"role": "assistant", "content": answer}]
+    return turns, prompt
+
+
 def prompt_problems(prompt: str, names: list[str]) -> list[str]:
     """How a prompt breaks the rubric (empty: it keeps it)."""
     problems = []

@@ -39,6 +39,7 @@ from cursorbench.factory.filters import (
     cheap_failure,
     hidden_lines_failure,
 )
+from cursorbench.factory.followups import FollowUp, enumerate_followups
 from cursorbench.factory.measure import Job, self_test_folder
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import Release, check_fresh, find_release
@@ -52,7 +53,10 @@ from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.registry import with_python_env
 from harness.spec import Limits
 
-KINDS = {"deletion": ("deletion",), "bugs": ("bugs",), "both": ("deletion", "bugs")}
+KINDS = {
+    "deletion": ("deletion",), "bugs": ("bugs",), "iterate": ("iterate",),
+    "both": ("deletion", "bugs"), "all": ("deletion", "bugs", "iterate"),
+}  # fmt: skip
 SUITE_VERSION = "factory"
 
 
@@ -71,6 +75,8 @@ def task_id(package: str, candidate: Candidate | BugCandidate) -> str:
         base += f"-and-{len(candidate.names) - 1}"
     if isinstance(candidate, BugCandidate):
         base += "-bugs"
+    if isinstance(candidate, FollowUp):
+        base += "-followup"
     return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-.")
 
 
@@ -92,6 +98,9 @@ def spec_data(
     if isinstance(candidate, BugCandidate):
         category, kind = "debugging", "bug_injection"
         operations = [op.model_dump() for op in candidate.operations]
+    elif isinstance(candidate, FollowUp):
+        category, kind = "iterate_on_feature", "feature_deletion"
+        operations = [op.model_dump() for op in candidate.operations()]
     else:
         category, kind = "new_feature", "feature_deletion"
         operations = [op.model_dump() for op in candidate.operations()]
@@ -134,7 +143,8 @@ def _row(candidate: Candidate | BugCandidate) -> Proposal:
     if isinstance(candidate, BugCandidate):
         kind, size, mutations = "bugs", len(candidate.lines), [s.kind for s in candidate.sites]
     else:
-        kind, size, mutations = "deletion", len(candidate.removed), []
+        kind = "iterate" if isinstance(candidate, FollowUp) else "deletion"
+        size, mutations = len(candidate.removed), []
     ops = candidate.operations if isinstance(candidate, BugCandidate) else candidate.operations()
     measured = {"operations": [op.model_dump() for op in ops], "hidden": candidate.hidden_files}
     digest = hashlib.sha256(json.dumps(measured).encode()).hexdigest()
@@ -186,17 +196,25 @@ class Proposer:
         ident = task_id(self.release.source.name, candidate)
         hidden = set(candidate.hidden_files)
         visible = sum(1 for t in testmap.passing() if test_file(t) not in hidden)
-        facts = None
+        facts = earlier = None
+        kind = "bugs"
         if isinstance(candidate, Candidate):
+            module = dotted_module(self.tree, candidate.file)
             facts = PromptFacts(
-                task_id=ident, package=self.release.source.name,
-                module=dotted_module(self.tree, candidate.file),
+                task_id=ident, package=self.release.source.name, module=module,
                 names=[s.name for s in candidate.symbols if s.public],
                 docstrings=[s.docstring for s in candidate.symbols if s.public],
                 test_names=candidate.predicted_fail,
             )  # fmt: skip
+            kind = "deletion"
+        if isinstance(candidate, FollowUp) and candidate.earlier is not None:
+            part = candidate.earlier
+            earlier = PromptFacts(
+                ident, self.release.source.name, module, [part.name], [part.docstring]
+            )
+            kind = "iterate"
         return Job(
-            key=candidate.key, kind="deletion" if facts else "bugs",
+            key=candidate.key, kind=kind, earlier=earlier,
             path=self.out / "tasks" / f"{ident}.yaml",
             data=spec_data(self.release, candidate, self.test_args, ident, self.environment),
             backend=self.backend, visible=visible, tree=self.tree, facts=facts,
@@ -213,6 +231,8 @@ class Proposer:
             found += enumerate_candidates(self.tree, testmap)
         if "bugs" in self.kinds:
             found += enumerate_bugs(self.tree, testmap)
+        if "iterate" in self.kinds:
+            found += enumerate_followups(self.tree, testmap)
         rows: list[Proposal] = []
         entries: list[Entry] = []
         canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}
@@ -336,7 +356,8 @@ def propose(
     jobs: int = 1,
     requirements: list[str] | None = None,
 ) -> Outcome:
-    """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, both)."""
+    """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, iterate;
+    both: deletion and bugs; all: the three)."""
     release = requirement
     if isinstance(release, str):
         release = find_release(release, build_cache())

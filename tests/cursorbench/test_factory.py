@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from cursorbench.factory.prompts import PromptFacts, offline_prompt, prompt_problems
 from cursorbench.factory.release import parse_requirement
@@ -63,6 +64,33 @@ def test_bugs_propose_on_two_jobs_validate_then_resume(tmp_path: Path) -> None:
     again = json.loads((out / "proposals.json").read_text())
     assert again["measured_now"] == 0 and again["coverage_reused"] is True
     assert again["resumed"] == summary["measured_now"] and again["proposed"] == summary["proposed"]
+
+
+@pytest.mark.slow
+def test_followups_propose_validate_and_resolve_with_the_reference(tmp_path: Path) -> None:
+    """`--kind iterate`: a follow-up task (the earlier part in the workspace, the session
+    so far in `earlier_turns`) that `tasks validate` accepts and the reference solver,
+    answering after the earlier turns, resolves through `cursorbench run`."""
+    place_wordkit()
+    out = tmp_path / "proposed"
+    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "iterate"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads((out / "proposals.json").read_text())
+    assert summary["proposed_by_kind"].get("iterate", 0) >= 1
+    (path,) = sorted((out / "tasks").glob("*-followup.yaml"))[:1]
+    task = yaml.safe_load(path.read_text())
+    assert task["category"] == "iterate_on_feature"
+    assert [t["role"] for t in task["earlier_turns"]] == ["user", "assistant"]
+    for argv in (
+        ["tasks", "validate", "--tasks", str(out / "tasks")],
+        ["run", "--tasks", str(out / "tasks"), "--out", str(tmp_path / "run"),
+         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
+    ):  # fmt: skip
+        done = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+    run = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert run["attempts"] == run["resolved"] >= 1
 
 
 def test_offline_prompt_keeps_the_rubric_and_varies() -> None:

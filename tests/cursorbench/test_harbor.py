@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.harbor import ExportSkipped, export_task, export_tasks, scratch_environment
+from cursorbench.harbor import (
+    ExportSkipped,
+    export_task,
+    export_tasks,
+    instruction,
+    scratch_environment,
+)
 from cursorbench.loader import tasks_from_options
 from cursorbench.suites import build_many, suite_path
 from harness.errors import CursorBenchError
@@ -68,7 +74,7 @@ def test_the_smoke_tasks_pass_harbors_lint_and_load_in_its_loader(smoke: tuple) 
     built, out = smoke
     exported = sorted(out.iterdir())
     loaded = harbor_accepts(exported)
-    prompts = {b.task.id: b.task.prompt.rstrip() + "\n" for b in built}
+    prompts = {b.task.id: instruction(b.task) for b in built}  # earlier turns included
     for folder in exported:
         assert loaded[str(folder)]["instruction"].strip() == prompts[folder.name].strip()
         assert loaded[str(folder)]["artifacts"] == 1
@@ -252,3 +258,17 @@ def test_export_refuses_a_scratch_environment(
     assert scratch_environment()
     with pytest.raises(CursorBenchError, match="under /tmp or /var/tmp"):
         export_tasks([], tmp_path / "out", image="unused")
+
+
+def test_an_instruction_carries_the_earlier_turns_before_the_prompt() -> None:
+    """A Harbor task has one instruction: an iterate-on-feature task's session so far is
+    written into it as a transcript, the prompt last."""
+    from cursorbench.loader import bundled_suite, load_task
+
+    task = load_task(bundled_suite() / "tasks" / "followup-textkit-unique-slug.yaml")
+    text = instruction(task)
+    first, answer = (turn.content.strip() for turn in task.earlier_turns)
+    assert text.index(first) < text.index(answer) < text.index(task.prompt.strip())
+    assert text.startswith("The session so far:") and text.endswith(task.prompt.rstrip() + "\n")
+    plain = load_task(bundled_suite() / "tasks" / "textkit-slugify.yaml")
+    assert instruction(plain) == plain.prompt.rstrip() + "\n"

@@ -61,6 +61,17 @@ def test_bundled_suite_loads_with_real_types() -> None:
             (),
             "mutation.operations.0",
         ),
+        (
+            {"earlier_turns": [{"role": "assistant", "content": "Done."}]},
+            (),
+            "earlier_turns: Value error, earlier turn 1 is the assistant's",
+        ),
+        (
+            {"earlier_turns": [{"role": "user", "content": "Add it."}]},
+            (),
+            "earlier_turns: Value error, the earlier turns end with the user's",
+        ),
+        ({"earlier_turns": [{"role": "system", "content": "x"}]}, (), "earlier_turns.0.role"),
     ],
 )
 def test_malformed_fields_are_named_in_one_line(
@@ -186,5 +197,5 @@ def test_a_task_of_another_bundled_suite_is_named_with_the_flag_to_add() -> None
 
 
 def test_a_task_in_no_bundled_suite_lists_the_known_ones() -> None:
-    with pytest.raises(TaskFileError, match=r"^no task matches 'nope' \(known: ledger-csv, "):
+    with pytest.raises(TaskFileError, match=r"^no task matches 'nope' \(known: followup-textkit-unique-slug, ledger-csv, "):
         tasks_from_options(["nope"])

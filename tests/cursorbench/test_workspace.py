@@ -217,3 +217,17 @@ def test_an_authored_test_is_protected_from_the_agents_change(tmp_path: Path) ->
     prepared = build(authored_task(tmp_path), scan=False).prepared()
     assert "tests/test_shape.py" in protected_files(prepared)
     assert any(tmp_path / "tasks" in [p, *p.parents] for p in prepared.secret_paths)
+
+
+def test_earlier_turns_change_the_digest_only_when_a_task_has_them() -> None:
+    """No `earlier_turns` is left out of the digest (tasks written before them keep theirs);
+    a task with them is another task."""
+    from cursorbench.loader import bundled_suite, load_task
+    from cursorbench.workspace import digested_json, task_digest
+    from harness.spec import Turn
+
+    task = load_task(bundled_suite() / "tasks" / "textkit-slugify.yaml")
+    assert "earlier_turns" not in digested_json(task)
+    turns = [Turn(role="user", content="Add slugify."), Turn(role="assistant", content="Done.")]
+    followup = task.model_copy(update={"earlier_turns": turns})
+    assert task_digest(followup) != task_digest(task)

@@ -20,10 +20,10 @@ from harness.agent import (
 )
 from harness.doubles import FailingDouble, ScriptedDouble, Step
 from harness.model import OpenAIChatModel, RetryPolicy
-from harness.openai_server import RawReply, Reply, error_reply
+from harness.openai_server import RawReply, Reply, error_reply, step_index, tool_turns
 from harness.results import Failure
 from harness.sandbox import Sandbox, open_backend
-from harness.spec import Limits
+from harness.spec import Limits, Turn, check_earlier_turns
 from harness.trajectory import TRAJECTORY_FORMAT_VERSION, Trajectory, read_trajectory
 
 Serve = Callable[[Any], str]
@@ -151,6 +151,37 @@ def test_the_model_sees_system_prompt_task_and_tool_results(agent: Any, sandbox:
     assert [ok["tool_call_id"], missing["tool_call_id"]] == call_ids
     assert ok["content"] == "VALUE = 1\n"
     assert missing["content"] == "error: no.py: no such file"
+
+
+def test_earlier_turns_come_between_the_system_prompt_and_the_task(agent: Any) -> None:
+    """An iterate-on-feature task's session so far: the model sees it as its own past, the
+    trajectory keeps it marked `earlier`, and a tool-calling script still starts at step 0."""
+    earlier = [
+        Turn(role="user", content="Add VALUE to app.py."),
+        Turn(role="assistant", content="Added VALUE = 1."),
+    ]
+    responder = Recording([Reply(content="nothing to do")])
+    outcome, records = agent(responder, earlier_turns=earlier)
+    assert outcome.failure is None
+    (request,) = responder.requests
+    roles = [(m["role"], m["content"]) for m in request["messages"][1:]]
+    assert roles == [
+        ("user", "Add VALUE to app.py."),
+        ("assistant", "Added VALUE = 1."),
+        ("user", "Set VALUE to 2."),
+    ]
+    said = [(r["role"], r.get("earlier", False)) for r in records if r["type"] == "message"]
+    assert said == [("system", False), ("user", True), ("assistant", True), ("user", False)]
+    assert tool_turns(request) == 0 and step_index(request) == 1
+
+
+def test_earlier_turns_alternate_and_end_with_the_assistant() -> None:
+    user, assistant = Turn(role="user", content="a"), Turn(role="assistant", content="b")
+    assert check_earlier_turns([user, assistant, user, assistant]) == [user, assistant] * 2
+    with pytest.raises(ValueError, match="want the user's"):
+        check_earlier_turns([assistant])
+    with pytest.raises(ValueError, match="end with the user's"):
+        check_earlier_turns([user, assistant, user])
 
 
 def test_finishes_via_a_reply_without_tool_calls(agent: Any) -> None:
