@@ -27,7 +27,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from cursorbench.factory.filters import FILTERS
+from cursorbench.factory.filters import FILTERS, Proposal
+from cursorbench.factory.propose import passed_each
 
 HERE = Path(__file__).resolve().parent
 
@@ -50,12 +51,36 @@ def summary_of(folder: Path) -> dict[str, object] | None:
     return {k: v for k, v in data.items() if k != "candidates"} if isinstance(data, dict) else None
 
 
+def recount(folder: Path) -> dict[str, object]:
+    """What the candidates of `proposals.json` say, for finished and unfinished runs alike
+    (the factory's own summary of a run stopped by the time limit predates this rule):
+    proposed means measured and passed; an unmeasured survivor passed the cheap filters."""
+    try:
+        data = json.loads((folder / "proposals.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    rows = [Proposal.model_validate(c) for c in data.get("candidates") or []]
+    proposed = [r for r in rows if not r.failed and r.fail_to_pass is not None]
+    by_kind: dict[str, int] = {}
+    for row in proposed:
+        by_kind[row.kind] = by_kind.get(row.kind, 0) + 1
+    changed = sorted(r.changed_lines for r in proposed if r.changed_lines is not None)
+    return {
+        "proposed": len(proposed), "proposed_by_kind": by_kind,
+        "unmeasured": sum(1 for r in rows if not r.failed and r.fail_to_pass is None),
+        "passed_filter": passed_each(rows), "candidates_total": len(rows),
+        "proposed_changed_lines": changed,
+    }  # fmt: skip
+
+
 def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, object]:
-    name, _, version = release.partition("==")
-    folder = out / name
-    earlier = summary_of(folder)
-    if earlier and earlier.get("finished") and earlier.get("version") == version:
-        return {"release": release, "status": "finished earlier", **earlier}
+    folder = out / release.partition("==")[0]
+    try:
+        earlier = json.loads((folder / "scale_row.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        earlier = None
+    if isinstance(earlier, dict) and earlier.get("status") == "finished":
+        return earlier | recount(folder)
     folder.mkdir(parents=True, exist_ok=True)
     argv = [
         str(Path(sys.executable).parent / "cursorbench"), "tasks", "propose", release,
@@ -81,7 +106,9 @@ def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, obje
         row["error"] = last_line((folder / "propose.log").read_text(errors="replace"))
         return row
     row["status"] = "finished" if found.get("finished") else "partial"
-    return row | found
+    row |= found | recount(folder)
+    (folder / "scale_row.json").write_text(json.dumps(row, indent=1))
+    return row
 
 
 def number(row: dict[str, object], key: str) -> float:

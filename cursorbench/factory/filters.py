@@ -37,7 +37,7 @@ class Proposal(BaseModel):
     """One candidate's row of `proposals.json`."""
 
     key: str
-    kind: str = "deletion"  # or "bugs"
+    kind: str = "deletion"  # or "bugs", "iterate"
     file: str
     symbols: list[str]  # deleted; for bugs, the functions changed
     mutations: list[str] = Field(default_factory=list)  # for bugs, each change's kind

@@ -319,7 +319,9 @@ class Proposer:
         failed = Counter(row.failed for row in rows if row.failed)
         measured = [row for row in rows if row.fail_to_pass is not None or row.failed == "build"]
         by_kind = Counter(row.kind for row in rows)
-        proposed = Counter(row.kind for row in rows if not row.failed)
+        # proposed: measured and passed (an unfinished run's unmeasured survivors are not)
+        done = [row for row in rows if not row.failed and row.fail_to_pass is not None]
+        proposed = Counter(row.kind for row in done)
         return {
             "package": source.name, "version": source.version, "sha256": source.sha256,
             "released": self.release.released.isoformat() if self.release.released else None,
@@ -327,10 +329,11 @@ class Proposer:
             "test_args": self.test_args, "environment": self.environment,
             "tests": len(testmap.outcomes),
             "passing_tests": len(testmap.passing()), "coverage_run_s": coverage_s,
-            "candidates_total": len(rows), "proposed": sum(1 for r in rows if not r.failed),
+            "candidates_total": len(rows), "proposed": len(done),
+            "unmeasured": sum(1 for r in rows if not r.failed and r.fail_to_pass is None),
             "candidates_by_kind": dict(by_kind), "proposed_by_kind": dict(proposed),
             "failed_by_filter": {name: failed.get(name, 0) for name in FILTERS},
-            "passed_filter": _passed_each(rows), "measured": len(measured),
+            "passed_filter": passed_each(rows), "measured": len(measured),
             "measured_s_per_candidate": round(
                 sum(r.seconds for r in measured) / max(len(measured), 1), 2
             ),
@@ -338,11 +341,18 @@ class Proposer:
         }  # fmt: skip
 
 
-def _passed_each(rows: list[Proposal]) -> dict[str, int]:
-    """How many candidates got past each filter (filters apply in `FILTERS` order)."""
+def passed_each(rows: list[Proposal]) -> dict[str, int]:
+    """How many candidates got past each filter (filters apply in `FILTERS` order); one an
+    unfinished run did not measure yet got past the cheap ones only."""
     order = {name: at for at, name in enumerate(FILTERS)}
-    reached = [order[row.failed] if row.failed else len(FILTERS) for row in rows]
-    return {name: sum(1 for r in reached if r > at) for at, name in enumerate(FILTERS)}
+
+    def reached(row: Proposal) -> int:
+        if row.failed:
+            return order[row.failed]
+        return len(FILTERS) if row.fail_to_pass is not None else order["max_reached"]
+
+    reached_at = [reached(row) for row in rows]
+    return {name: sum(1 for r in reached_at if r > at) for at, name in enumerate(FILTERS)}
 
 
 def propose(

@@ -350,3 +350,19 @@ def test_a_package_installed_beside_the_harness_gets_an_environment_of_its_own(
     assert environment_for(release("sortedcontainers"), None) == []  # hypothesis needs it
     assert environment_for(release("wordkit"), ["cbdep==1.0"]) == ["cbdep==1.0"]
     assert environment_for(release("wordkit"), None) is None
+
+
+def test_an_unmeasured_survivor_passed_the_cheap_filters_only() -> None:
+    """A run stopped before it measured a survivor does not count it as proposed, nor as
+    past the measured filters."""
+    from cursorbench.factory.filters import FILTERS, Proposal
+    from cursorbench.factory.propose import passed_each
+
+    def row(**fields: object) -> Proposal:
+        return Proposal.model_validate({"key": "k", "file": "f.py", "symbols": ["s"]} | fields)
+
+    rows = [row(failed="size"), row(fail_to_pass=7), row(), row(failed="measured_spill")]
+    passed = passed_each(rows)
+    assert passed["size"] == 3 and passed["overlap"] == 3
+    assert passed["max_reached"] == 2 and passed["measured_spill"] == 1
+    assert passed[FILTERS[-1]] == 1
