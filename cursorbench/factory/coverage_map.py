@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.errors import CursorBenchError
 from harness.grading import PYTEST_ENV, pytest_config
 from harness.sandbox.protocol import SandboxBackend
 
@@ -77,6 +78,10 @@ def test_args_for(tree: Path) -> list[str]:
     return [found] if found else ["."]
 
 
+class CoverageRunFailed(CursorBenchError, RuntimeError):
+    """The package's suite could not be run under coverage (one line: the output's tail)."""
+
+
 def measure(
     sandboxes: SandboxBackend, tree: Path, scratch: Path, test_args: list[str], timeout: float
 ) -> CoverageMap:
@@ -103,7 +108,7 @@ def measure(
     line = next((x for x in done.output.splitlines() if x.startswith(MARK)), None)
     if line is None:
         tail = done.output[-400:].replace("\n", " ")
-        raise RuntimeError(f"the per-test coverage run reported nothing: {tail}")
+        raise CoverageRunFailed(f"the per-test coverage run reported nothing: {tail}")
     return _decoded(json.loads(line.removeprefix(MARK)), done.duration_s, done.output)
 
 
@@ -123,7 +128,9 @@ _SCRIPT = """
 import json, shlex, coverage, pytest
 root = {root!r}
 files = json.loads({files!r})
-cov = coverage.Coverage(data_file=None, include=[root + "/" + p for p in files])
+# config_file=False: the package's own coverage settings (omit patterns, plugins, patterns
+# this coverage version refuses) must not change what is measured
+cov = coverage.Coverage(data_file=None, include=[root + "/" + p for p in files], config_file=False)
 outcomes = {{}}
 
 class PerTest:

@@ -58,6 +58,7 @@ KINDS = {
     "both": ("deletion", "bugs"), "all": ("deletion", "bugs", "iterate"),
 }  # fmt: skip
 SUITE_VERSION = "factory"
+COVERAGE_FORMAT = "2"  # bump when what the coverage map measures changes (2: no package config)
 
 
 @dataclass
@@ -172,7 +173,7 @@ class Proposer:
 
     def coverage(self) -> tuple[CoverageMap, bool]:
         """The suite's coverage map, and whether it was read from an earlier run."""
-        key = f"{self.release.source.sha256}:{' '.join(self.test_args)}"
+        key = f"{COVERAGE_FORMAT}:{self.release.source.sha256}:{' '.join(self.test_args)}"
         if self.environment is not None:
             key += f":env={' '.join(self.environment)}"
         cached = load(self.out / "coverage.json", key)

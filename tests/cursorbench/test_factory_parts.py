@@ -366,3 +366,23 @@ def test_an_unmeasured_survivor_passed_the_cheap_filters_only() -> None:
     assert passed["size"] == 3 and passed["overlap"] == 3
     assert passed["max_reached"] == 2 and passed["measured_spill"] == 1
     assert passed[FILTERS[-1]] == 1
+
+
+def test_the_coverage_map_ignores_the_packages_own_coverage_settings(tmp_path: Path) -> None:
+    """croniter 3.0.3's `.coveragerc` omits `**/**`, a pattern coverage.py refuses; and an
+    `omit` would hide files. The map is the factory's measurement, not the package's."""
+    from cursorbench.factory.coverage_map import measure
+    from harness.sandbox import open_backend
+
+    tree = _tree(tmp_path / "tree", {
+        "pkg/__init__.py": "",
+        "pkg/mod.py": "def double(x):\n    y = x * 2\n    return y\n",
+        "tests/test_mod.py": "from pkg.mod import double\n\n\ndef test_double():\n"
+                             "    assert double(2) == 4\n",
+        "conftest.py": "",
+        ".coveragerc": "[run]\nomit = **/**\n",
+        "setup.cfg": "[coverage:run]\nomit = pkg/*\n",
+    })  # fmt: skip
+    found = measure(open_backend("subprocess"), tree, tmp_path / "scratch", ["tests"], 120)
+    assert found.outcomes == {"tests/test_mod.py::test_double": "passed"}
+    assert found.tests_running("pkg/mod.py", [2, 3]) == {"tests/test_mod.py::test_double"}

@@ -197,5 +197,6 @@ def test_a_task_of_another_bundled_suite_is_named_with_the_flag_to_add() -> None
 
 
 def test_a_task_in_no_bundled_suite_lists_the_known_ones() -> None:
-    with pytest.raises(TaskFileError, match=r"^no task matches 'nope' \(known: followup-textkit-unique-slug, ledger-csv, "):
+    known = r"^no task matches 'nope' \(known: followup-textkit-unique-slug, ledger-csv, "
+    with pytest.raises(TaskFileError, match=known):
         tasks_from_options(["nope"])
