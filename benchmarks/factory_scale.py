@@ -53,23 +53,28 @@ def summary_of(folder: Path) -> dict[str, object] | None:
 
 def recount(folder: Path) -> dict[str, object]:
     """What the candidates of `proposals.json` say, for finished and unfinished runs alike
-    (the factory's own summary of a run stopped by the time limit predates this rule):
-    proposed means measured and passed; an unmeasured survivor passed the cheap filters."""
+    (the factory's own summary of a run stopped by the time limit may predate this rule):
+    proposed means measured and passed; a survivor not measured yet (an unfinished run
+    lists only the candidates it decided) passed the cheap filters only."""
     try:
         data = json.loads((folder / "proposals.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     rows = [Proposal.model_validate(c) for c in data.get("candidates") or []]
+    total = int(data.get("candidates_total") or len(rows))
+    unlisted = max(total - len(rows), 0)
+    rows += [Proposal(key=f"unlisted-{n}", file="", symbols=[]) for n in range(unlisted)]
     proposed = [r for r in rows if not r.failed and r.fail_to_pass is not None]
     by_kind: dict[str, int] = {}
     for row in proposed:
         by_kind[row.kind] = by_kind.get(row.kind, 0) + 1
     changed = sorted(r.changed_lines for r in proposed if r.changed_lines is not None)
+    measured = [r for r in rows if r.fail_to_pass is not None or r.failed == "build"]
     return {
         "proposed": len(proposed), "proposed_by_kind": by_kind,
         "unmeasured": sum(1 for r in rows if not r.failed and r.fail_to_pass is None),
-        "passed_filter": passed_each(rows), "candidates_total": len(rows),
-        "proposed_changed_lines": changed,
+        "passed_filter": passed_each(rows), "candidates_total": total,
+        "measured": len(measured), "proposed_changed_lines": changed,
     }  # fmt: skip
 
 

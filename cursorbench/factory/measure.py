@@ -94,13 +94,26 @@ def measure_job(job: Job) -> Measured:
     return done
 
 
+def draft_path(path: Path) -> Path:
+    """Where a task is measured before it is one: `DIR/drafts/`, beside `DIR/tasks/`, so
+    that a run killed mid-measurement leaves no half-made task among the proposed ones."""
+    return path.parent.parent / "drafts" / path.name
+
+
 def _measure(job: Job) -> Measured:
     data = dict(job.data, prompt=DRAFT_PROMPT)
-    write_spec(job.path, data)
+    draft = draft_path(job.path)
+    write_spec(draft, data)
     try:
-        built = build(load_task_for_derive(job.path))
+        return _measure_draft(job, data, draft)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
+    try:
+        built = build(load_task_for_derive(draft))
     except BuildError as error:
-        job.path.unlink()
         return Measured(job.key, failure=("build", str(error)), measured=False)
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
@@ -114,7 +127,6 @@ def _measure(job: Job) -> Measured:
         len(derived.fail_to_pass), derived.problems, len(derived.spilled), job.visible
     )
     if done.failure is not None:
-        job.path.unlink()
         return done
     if job.earlier is not None and job.facts is not None:  # a follow-up: written offline
         data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
