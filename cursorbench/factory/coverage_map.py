@@ -60,13 +60,22 @@ def is_test_file(relative: str) -> bool:
     )
 
 
+# Scripts at a tree's root that are not the package's code (a single-module package, such
+# as six.py or docopt.py, is a root module too, and is the package's code).
+ROOT_SCRIPTS = {
+    "setup.py", "noxfile.py", "fabfile.py", "tasks.py", "runtests.py", "run_tests.py",
+    "bootstrap.py", "ez_setup.py", "distribute_setup.py", "setupegg.py", "pavement.py",
+}  # fmt: skip
+
+
 def package_files(tree: Path) -> list[str]:
-    """The package's own Python files: not tests, not docs or build scripts at the root."""
+    """The package's own Python files: not tests, not docs, examples or build scripts."""
     found = []
     for path in sorted(tree.rglob("*.py")):
         relative = path.relative_to(tree).as_posix()
         top = relative.split("/")[0]
-        if is_test_file(relative) or "/" not in relative or top in ("docs", "doc", "examples"):
+        script = "/" not in relative and (relative in ROOT_SCRIPTS or relative.startswith("_"))
+        if is_test_file(relative) or script or top in ("docs", "doc", "examples", "benchmarks"):
             continue
         found.append(relative)
     return found

@@ -386,3 +386,14 @@ def test_the_coverage_map_ignores_the_packages_own_coverage_settings(tmp_path: P
     found = measure(open_backend("subprocess"), tree, tmp_path / "scratch", ["tests"], 120)
     assert found.outcomes == {"tests/test_mod.py::test_double": "passed"}
     assert found.tests_running("pkg/mod.py", [2, 3]) == {"tests/test_mod.py::test_double"}
+
+
+def test_a_single_module_package_at_the_root_is_the_packages_code(tmp_path: Path) -> None:
+    """six.py, docopt.py, bottle.py: the module at the root is the package; build scripts,
+    tests, docs and examples there are not."""
+    from cursorbench.factory.coverage_map import package_files
+
+    names = ["six.py", "setup.py", "test_six.py", "conftest.py", "docs/conf.py"]
+    names += ["examples/demo.py", "tests/helper.py", "pkg/core.py", "_version_helper.py"]
+    tree = _tree(tmp_path, {name: "x = 1\n" for name in names})
+    assert package_files(tree) == ["pkg/core.py", "six.py"]
