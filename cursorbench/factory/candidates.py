@@ -18,7 +18,7 @@ from pathlib import Path
 from cursorbench.checks import MIN_FAIL_TO_PASS
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.reexports import own_all_edits, package_init, unexport_edits
-from cursorbench.task import RemoveSymbol, ReplaceText
+from cursorbench.task import RemoveFile, RemoveSymbol, ReplaceText
 from harness.pyast import parse_module
 
 MAX_CLUSTER = 3
@@ -62,7 +62,8 @@ class Candidate:
     def key(self) -> str:
         return f"{self.file}::{'+'.join(self.names)}"
 
-    def operations(self) -> list[RemoveSymbol | ReplaceText]:
+    def operations(self) -> list[RemoveSymbol | ReplaceText | RemoveFile]:
+        removed: list[RemoveSymbol | ReplaceText | RemoveFile]
         removed = [RemoveSymbol(file=self.file, symbol=s.name) for s in self.symbols]
         return [*removed, *self.unexport]
 

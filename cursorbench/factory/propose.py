@@ -41,6 +41,7 @@ from cursorbench.factory.filters import (
 )
 from cursorbench.factory.followups import FollowUp, enumerate_followups
 from cursorbench.factory.measure import Job, self_test_folder
+from cursorbench.factory.modules import ModuleCandidate, enumerate_modules, module_importers
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import Release, check_fresh, find_release
 from cursorbench.factory.requirements import declared, pin
@@ -73,7 +74,9 @@ def task_id(package: str, candidate: Candidate | BugCandidate) -> str:
     stem = Path(candidate.file).stem
     stem = Path(candidate.file).parent.name if stem == "__init__" else stem
     base = f"{package}-{stem}-{candidate.names[0].replace('.', '-')}"  # Class.method
-    if len(candidate.names) > 1:
+    if isinstance(candidate, ModuleCandidate):
+        base = f"{package}-{stem}-module"
+    elif len(candidate.names) > 1:
         base += f"-and-{len(candidate.names) - 1}"
     if isinstance(candidate, BugCandidate):
         base += "-bugs"
@@ -230,7 +233,12 @@ class Proposer:
         passing = len(testmap.passing())
         found: list[Candidate | BugCandidate] = []
         if "deletion" in self.kinds:
-            found += enumerate_candidates(self.tree, testmap)
+            deletions: list[Candidate] = [*enumerate_candidates(self.tree, testmap)]
+            deletions += enumerate_modules(self.tree, testmap)
+            # most hidden FAIL_TO_PASS first, then least spill, then the larger change
+            deletions.sort(key=lambda c: (-len(c.predicted_fail), len(c.predicted_spill),
+                                          -len(c.removed), c.key))  # fmt: skip
+            found += deletions
         if "bugs" in self.kinds:
             found += enumerate_bugs(self.tree, testmap)
         if "iterate" in self.kinds:
@@ -243,6 +251,9 @@ class Proposer:
         for candidate in found:
             if isinstance(candidate, BugCandidate):
                 failure = bug_cheap_failure(candidate, test_files)
+            elif isinstance(candidate, ModuleCandidate):
+                importers = module_importers(self.tree, candidate, files)  # sets .unexport
+                failure = cheap_failure(candidate, test_files, passing, importers)
             else:
                 importers = imported_elsewhere(self.tree, candidate, files)  # sets .unexport
                 failure = cheap_failure(candidate, test_files, passing, importers)

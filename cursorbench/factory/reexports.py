@@ -52,7 +52,7 @@ def _all_text(node: ast.Assign, elements: list[ast.expr], text: str, multiline: 
     return f"__all__ = {opening}\n" + "".join(f"    {s},\n" for s in shown) + closing
 
 
-def _uses(module: ast.Module, names: set[str]) -> bool:
+def uses_names(module: ast.Module, names: set[str]) -> bool:
     return any(
         isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)
         for node in ast.walk(module)
@@ -81,7 +81,7 @@ def unexport_edits(
             kept = [a for a in node.names if a.name not in names]
             old = _lines(text, node)
             edits.append(ReplaceText(file=init, old=old, new=_import_text(node, kept, "\n" in old)))
-    if not edits or _uses(module, exported):
+    if not edits or uses_names(module, exported):
         return None
     listed = all_edits(init, text, module, exported)
     if listed is None:
