@@ -57,14 +57,18 @@ def enumerate_modules(tree: Path, testmap: CoverageMap) -> list[ModuleCandidate]
 
 
 def _imports_module(node: ast.AST, module: str, dotted: str) -> bool:
+    """Whether the statement imports the module, or from it (`import pkg.mod`, `from .mod
+    import x`, `from pkg.mod import *`, `from . import mod`, `from pkg import mod`)."""
     if isinstance(node, ast.Import):
         return any(a.name == dotted or a.name.startswith(dotted + ".") for a in node.names)
-    if isinstance(node, ast.ImportFrom):
-        source = node.module or ""
-        if source.split(".")[-1] == module or source == dotted:
-            return True
-        return any(a.name == module or a.name == "*" for a in node.names)  # `from . import mod`
-    return False
+    if not isinstance(node, ast.ImportFrom):
+        return False
+    source = node.module or ""
+    if source.split(".")[-1] == module or source == dotted:
+        return True
+    parent = dotted.rpartition(".")[0]
+    of_parent = (node.level > 0 and source in ("", parent.split(".")[-1])) or source == parent
+    return of_parent and any(a.name == module for a in node.names)
 
 
 def module_importers(tree: Path, candidate: ModuleCandidate, files: list[str]) -> list[str]:

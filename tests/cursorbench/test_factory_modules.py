@@ -65,8 +65,8 @@ def test_the_packages_init_reexport_goes_with_the_module(tmp_path: Path) -> None
     for init, kept in [
         ('from .shapes import area, perimeter\nfrom .other import x\n\n'
          '__all__ = ["area", "perimeter", "x"]\n', 'from .other import x\n\n__all__ = ["x"]\n'),
-        ('from .shapes import *\nfrom .other import x\n\n__all__ = ["area", "x"]\n',
-         'from .other import x\n\n__all__ = ["x"]\n'),
+        ('from .shapes import *\nfrom .other import *\n\n__all__ = ["area", "x"]\n',
+         'from .other import *\n\n__all__ = ["x"]\n'),  # another module's star stays
     ]:  # fmt: skip
         files = {"pkg/__init__.py": init, "pkg/shapes.py": SHAPES, "pkg/other.py": "x = 1\n"}
         tree = _tree(tmp_path / str(len(init)), files)
