@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -43,31 +44,28 @@ def last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def summary_of(folder: Path) -> dict[str, object] | None:
+def proposals(folder: Path) -> dict[str, object] | None:
+    """The release's `proposals.json`, when it wrote one."""
     try:
         data = json.loads((folder / "proposals.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return {k: v for k, v in data.items() if k != "candidates"} if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
 
 
-def recount(folder: Path) -> dict[str, object]:
+def recount(data: dict[str, object]) -> dict[str, object]:
     """What the candidates of `proposals.json` say, for finished and unfinished runs alike
     (the factory's own summary of a run stopped by the time limit may predate this rule):
     proposed means measured and passed; a survivor not measured yet (an unfinished run
     lists only the candidates it decided) passed the cheap filters only."""
-    try:
-        data = json.loads((folder / "proposals.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    rows = [Proposal.model_validate(c) for c in data.get("candidates") or []]
-    total = int(data.get("candidates_total") or len(rows))
+    listed = data.get("candidates")
+    rows = [Proposal.model_validate(c) for c in listed] if isinstance(listed, list) else []
+    given = data.get("candidates_total")
+    total = given if isinstance(given, int) else len(rows)
     unlisted = max(total - len(rows), 0)
     rows += [Proposal(key=f"unlisted-{n}", file="", symbols=[]) for n in range(unlisted)]
     proposed = [r for r in rows if not r.failed and r.fail_to_pass is not None]
-    by_kind: dict[str, int] = {}
-    for row in proposed:
-        by_kind[row.kind] = by_kind.get(row.kind, 0) + 1
+    by_kind = dict(Counter(row.kind for row in proposed))
     changed = sorted(r.changed_lines for r in proposed if r.changed_lines is not None)
     measured = [r for r in rows if r.fail_to_pass is not None or r.failed == "build"]
     return {
@@ -85,7 +83,7 @@ def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, obje
     except (OSError, ValueError):
         earlier = None
     if isinstance(earlier, dict) and earlier.get("status") == "finished":
-        return earlier | recount(folder)
+        return earlier | recount(proposals(folder) or {})
     folder.mkdir(parents=True, exist_ok=True)
     argv = [
         str(Path(sys.executable).parent / "cursorbench"), "tasks", "propose", release,
@@ -98,20 +96,20 @@ def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, obje
         timer.start()
         _, status, usage = os.wait4(proc.pid, 0)
         timer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    rc = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
     cpu = usage.ru_utime + usage.ru_stime
     row: dict[str, object] = {
-        "release": release, "rc": proc.returncode, "wall_s": round(wall, 1),
-        "cpu_s": round(cpu, 1), "timed_out": proc.returncode == -9,
+        "release": release, "rc": rc, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+        "timed_out": rc == -9,
     }  # fmt: skip
-    found = summary_of(folder)
+    found = proposals(folder)
     if found is None:
         row["status"] = "error"
         row["error"] = last_line((folder / "propose.log").read_text(errors="replace"))
         return row
     row["status"] = "finished" if found.get("finished") else "partial"
-    row |= found | recount(folder)
+    row |= {k: v for k, v in found.items() if k != "candidates"} | recount(found)
     (folder / "scale_row.json").write_text(json.dumps(row, indent=1))
     return row
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,17 +182,23 @@ def imported_elsewhere(tree: Path, candidate: Candidate, files: list[str]) -> li
     return found
 
 
-def _importers(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
-    names = set(candidate.names)
-    module = candidate.file.removesuffix(".py").removesuffix("/__init__").split("/")[-1]
-    found = []
+def other_modules(tree: Path, files: list[str], skipped: str) -> Iterator[tuple[str, ast.Module]]:
+    """The package files but `skipped`, parsed (those that do not parse are left out)."""
     for relative in files:
-        if relative == candidate.file:
+        if relative == skipped:
             continue
         try:
             parsed = parse_module((tree / relative).read_text(encoding="utf-8", errors="replace"))
         except SyntaxError:
             continue
+        yield relative, parsed
+
+
+def _importers(tree: Path, candidate: Candidate, files: list[str]) -> list[str]:
+    names = set(candidate.names)
+    module = candidate.file.removesuffix(".py").removesuffix("/__init__").split("/")[-1]
+    found = []
+    for relative, parsed in other_modules(tree, files, candidate.file):
         for node in ast.walk(parsed):
             if not isinstance(node, ast.ImportFrom):
                 continue

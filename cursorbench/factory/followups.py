@@ -11,7 +11,7 @@ measurement included, is the deletion's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from cursorbench.factory.candidates import (
@@ -27,7 +27,7 @@ from cursorbench.factory.coverage_map import CoverageMap
 
 @dataclass
 class FollowUp(Candidate):
-    earlier: Symbol | None = field(default=None)  # set by `enumerate_followups`
+    earlier: Symbol | None = None  # set by `enumerate_followups`
 
     @property
     def key(self) -> str:

@@ -15,7 +15,12 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.factory.candidates import Candidate, describe, test_file, top_level_symbols
+from cursorbench.factory.candidates import (
+    Candidate,
+    describe,
+    other_modules,
+    top_level_symbols,
+)
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.reexports import all_edits, package_init, unexport_edits, uses_names
 from cursorbench.task import RemoveFile, RemoveSymbol, ReplaceText
@@ -35,7 +40,8 @@ class ModuleCandidate(Candidate):
 
 
 def enumerate_modules(tree: Path, testmap: CoverageMap) -> list[ModuleCandidate]:
-    """Every module candidate of the measured package files, most exercised first."""
+    """Every module candidate of the measured package files (`tasks propose` orders them
+    with the other deletions)."""
     found: list[ModuleCandidate] = []
     for relative in sorted(testmap.statements):
         if Path(relative).name in ("__init__.py", "__main__.py"):
@@ -43,16 +49,11 @@ def enumerate_modules(tree: Path, testmap: CoverageMap) -> list[ModuleCandidate]
         symbols = top_level_symbols(tree, relative)
         if len(symbols) < MIN_DEFINITIONS or not any(s.public for s in symbols):
             continue
-        candidate = ModuleCandidate(relative, symbols)
+        # every line of the file goes, the module-level ones too (`describe` adds the rest)
+        every_line = set(testmap.statements.get(relative, []))
+        candidate = ModuleCandidate(relative, symbols, removed=every_line)
         describe(candidate, testmap)
-        candidate.removed = set(testmap.statements.get(relative, []))
-        inside = set(candidate.hidden_files)
-        hidden_tests = {t for t in testmap.outcomes if test_file(t) in inside}
-        if candidate.removed:
-            ran = testmap.executed_by(relative, candidate.removed, hidden_tests)
-            candidate.hidden_coverage = round(len(ran) / len(candidate.removed), 3)
         found.append(candidate)
-    found.sort(key=lambda c: (-len(c.predicted_fail), len(c.predicted_spill), c.key))
     return found
 
 
@@ -79,16 +80,10 @@ def module_importers(tree: Path, candidate: ModuleCandidate, files: list[str]) -
     inside = candidate.file.removeprefix("src/").removesuffix(".py")
     dotted = inside.replace("/", ".")
     init = package_init(candidate.file)
-    found = []
-    for relative in files:
-        if relative == candidate.file:
-            continue
-        try:
-            parsed = parse_module((tree / relative).read_text(encoding="utf-8", errors="replace"))
-        except SyntaxError:
-            continue
-        if any(_imports_module(node, stem, dotted) for node in ast.walk(parsed)):
-            found.append(relative)
+    found = [
+        relative for relative, parsed in other_modules(tree, files, candidate.file)
+        if any(_imports_module(node, stem, dotted) for node in ast.walk(parsed))
+    ]  # fmt: skip
     if init in found:
         edits = _init_edits(tree / init, candidate.file, tree, stem)
         if edits is not None and not _still_imports(tree / init, stem, dotted, edits):

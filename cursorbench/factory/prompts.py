@@ -66,12 +66,29 @@ def _pick(seed: int, options: list[str]) -> str:
     return options[seed % len(options)]
 
 
+def _listed(items: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
+
+
+def _named(names: list[str]) -> str:
+    return _listed([f"`{n}`" for n in names[:MAX_NAMES]])
+
+
+def _goals(facts: PromptFacts) -> list[str]:
+    """The docstrings' first sentences, each starting lower case (to follow "it should")."""
+    found = [first_sentence(d) for d in facts.docstrings if d.strip()]
+    return [goal[:1].lower() + goal[1:] for goal in found]
+
+
+def _goal(facts: PromptFacts) -> str:
+    goals = _goals(facts)
+    return goals[0] if goals else ""
+
+
 def offline_prompt(facts: PromptFacts) -> str:
     seed = int(hashlib.sha256(facts.task_id.encode()).hexdigest()[:8], 16)
-    named = [f"`{n}`" for n in facts.names[:MAX_NAMES]]
-    what = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-    goals = [first_sentence(d) for d in facts.docstrings if d.strip()]
-    goal = goals[0][:1].lower() + goals[0][1:] if goals else ""
+    what, goals, goal = _named(facts.names), _goals(facts), _goal(facts)
     where = f"`{facts.module}`"
     if goal:
         opening = _pick(seed, [
@@ -90,15 +107,14 @@ def offline_prompt(facts: PromptFacts) -> str:
     details = behaviours(facts.test_names, facts.names)
     amount = (seed >> 4) % 4  # 0-3 sentences of detail: lengths vary
     if amount >= 1 and details:
-        shown = details[: 2 + (seed >> 8) % 3]
-        listed = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]
+        listed = _listed(details[: 2 + (seed >> 8) % 3])
         parts.append(_pick(seed >> 12, [
             f"Cases I care about: {listed}.",
             f"It has to cope with {listed}.",
             f"Make sure it handles {listed}.",
         ]))  # fmt: skip
     if amount >= 2 and len(goals) > 1:
-        parts.append(f"Also, it should {goals[1][:1].lower() + goals[1][1:]}.")
+        parts.append(f"Also, it should {goals[1]}.")
     if amount >= 3:
         parts.append(_pick(seed >> 16, [
             "Keep it consistent with the rest of the module.",
@@ -106,16 +122,6 @@ def offline_prompt(facts: PromptFacts) -> str:
             "Follow the style the package already uses.",
         ]))  # fmt: skip
     return " ".join(parts)
-
-
-def _named(names: list[str]) -> str:
-    shown = [f"`{n}`" for n in names[:MAX_NAMES]]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-
-
-def _goal(facts: PromptFacts) -> str:
-    goals = [first_sentence(d) for d in facts.docstrings if d.strip()]
-    return goals[0][:1].lower() + goals[0][1:] if goals else ""
 
 
 def followup_turns(earlier: PromptFacts, later: PromptFacts) -> tuple[list[dict[str, str]], str]:
@@ -147,9 +153,7 @@ def followup_turns(earlier: PromptFacts, later: PromptFacts) -> tuple[list[dict[
     prompt += f": it should {rest_goal}." if rest_goal else "."
     details = behaviours(later.test_names, later.names)
     if (seed >> 9) % 2 and details:
-        shown = details[: 2 + (seed >> 10) % 3]
-        listed = ", ".join(shown[:-1]) + (" and " if len(shown) > 1 else "") + shown[-1]
-        prompt += f" It has to cope with {listed}."
+        prompt += f" It has to cope with {_listed(details[: 2 + (seed >> 10) % 3])}."
     turns = [{"role": "user", "content": asked}, {"role": "assistant", "content": answer}]
     return turns, prompt
 

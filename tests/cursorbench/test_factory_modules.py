@@ -17,6 +17,7 @@ from cursorbench.factory.modules import enumerate_modules, module_importers
 from cursorbench.task import RemoveFile
 from harness.home import build_cache
 from tests.cursorbench.sdists import make_sdist, place_sdist
+from tests.cursorbench.test_factory_parts import _tree
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 
@@ -34,13 +35,6 @@ def perimeter(w, h):
     p = 2 * (w + h)
     return p
 '''
-
-
-def _tree(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
 
 
 def _map() -> CoverageMap:
