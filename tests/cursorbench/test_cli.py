@@ -20,7 +20,13 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from harness.doubles import DoneOnlyDouble, FailingDouble, ScriptedDouble
+from harness.doubles import (
+    BreakingDouble,
+    DoneOnlyDouble,
+    FailingDouble,
+    IrrelevantEditDouble,
+    ScriptedDouble,
+)
 from harness.openai_server import Reply
 from tests.cli_runner import cursorbench
 
@@ -59,6 +65,28 @@ def test_reference_solver_resolves_every_bundled_task(tmp_path: Path) -> None:
     assert len(lines) == summary["attempts"]
     assert len(list((out / "trajectories").glob("*.jsonl"))) == summary["attempts"]
     assert len(db_rows(db)) == summary["attempts"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "double", [DoneOnlyDouble(), IrrelevantEditDouble(), BreakingDouble()],
+    ids=["done-only", "irrelevant-edit", "breaking"],
+)  # fmt: skip
+def test_the_floor_agents_score_zero_on_a_follow_up_task(
+    tmp_path: Path, serve, double: Any
+) -> None:
+    """A task that starts from earlier turns: the baselines still act (their script
+    position ignores the earlier answer) and resolve nothing through the real CLI."""
+    out = tmp_path / "run"
+    done = cursorbench(
+        "run", "--base-url", serve(double), "--model", double.models[0],
+        "--tasks", "followup-textkit-unique-slug", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["attempts"] == 1 and summary["resolved"] == 0 and summary["errors"] == 0
+    acted = not isinstance(double, DoneOnlyDouble)  # it changed files: graded, and failed
+    assert summary["failures"] == ({"tests_failed": 1} if acted else {"empty_diff": 1})
 
 
 @pytest.mark.slow
