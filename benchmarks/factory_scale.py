@@ -88,6 +88,7 @@ def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, obje
     argv = [
         str(Path(sys.executable).parent / "cursorbench"), "tasks", "propose", release,
         "--out", str(folder), "--max", str(args.max), "--kind", args.kind, "--jobs", "1",
+        "--min-statements", str(args.min_statements),
     ]  # fmt: skip
     started = time.monotonic()
     with open(folder / "propose.log", "w") as log:
@@ -182,6 +183,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--max", type=int, default=1, help="tasks of each kind per release")
     parser.add_argument("--kind", default="both")
+    parser.add_argument(
+        "--min-statements", type=int, default=5, help="a deletion's size floor (propose's)"
+    )
     parser.add_argument("--parallel", type=int, default=2, help="releases at once")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per release")
     args = parser.parse_args()

@@ -33,6 +33,14 @@ def tasks_propose(
         ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
+    min_statements: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Executable lines a deletion or follow-up must remove at least (a suite "
+            "of large changes; the factory's own floor is 5).",
+        ),
+    ] = 5,
     requirement: Annotated[
         list[str] | None,
         typer.Option(
@@ -69,7 +77,10 @@ def tasks_propose(
 
     link = (endpoint, model) if endpoint else None
     backend = choose_backend(sandbox)
-    outcome = propose(found, out, max_tasks, after, backend, link, kind, jobs, requirement or None)
+    outcome = propose(
+        found, out, max_tasks, after, backend, link, kind, jobs, requirement or None,
+        min_statements,
+    )  # fmt: skip
     summary = outcome.summary
     console.print(
         f"{summary['candidates_total']} candidates, {summary['proposed']} proposed "

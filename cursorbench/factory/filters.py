@@ -66,12 +66,18 @@ def spill_limit(visible_tests: int) -> float:
 
 
 def cheap_failure(
-    candidate: Candidate, test_files: int, passing: int, importers: list[str]
+    candidate: Candidate,
+    test_files: int,
+    passing: int,
+    importers: list[str],
+    min_statements: int = MIN_STATEMENTS,
 ) -> tuple[str, str] | None:
-    """The first cheap filter the candidate fails, and why; None when it passes them all."""
+    """The first cheap filter the candidate fails, and why; None when it passes them all.
+    `min_statements` raises the size floor (a suite that wants large changes)."""
     size = len(candidate.removed)
-    if not MIN_STATEMENTS <= size <= MAX_STATEMENTS:
-        return "size", f"{size} executable lines (want {MIN_STATEMENTS}-{MAX_STATEMENTS})"
+    low = max(MIN_STATEMENTS, min_statements)
+    if not low <= size <= MAX_STATEMENTS:
+        return "size", f"{size} executable lines (want {low}-{MAX_STATEMENTS})"
     if importers:
         return "imported_elsewhere", f"imported by name in {', '.join(importers[:3])}"
     if candidate.runs_at_import:

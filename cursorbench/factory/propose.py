@@ -33,6 +33,7 @@ from cursorbench.factory.candidates import (
 from cursorbench.factory.coverage_map import CoverageMap, load, measure, save, test_args_for
 from cursorbench.factory.filters import (
     FILTERS,
+    MIN_STATEMENTS,
     Proposal,
     bug_cheap_failure,
     canary_failure,
@@ -167,9 +168,10 @@ class Proposer:
         self, release: Release, out: Path, backend: str,
         endpoint: tuple[str, str] | None = None, kinds: tuple[str, ...] = ("deletion",),
         jobs: int = 1, requirements: list[str] | None = None,
+        min_statements: int = MIN_STATEMENTS,
     ) -> None:  # fmt: skip
         self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
-        self.kinds, self.jobs = kinds, jobs
+        self.kinds, self.jobs, self.min_statements = kinds, jobs, min_statements
         self.environment = environment_for(release, requirements)
         self.tree = prepared_tree(release.source, build_cache())
         self.test_args = test_args_for(self.tree)
@@ -253,10 +255,14 @@ class Proposer:
                 failure = bug_cheap_failure(candidate, test_files)
             elif isinstance(candidate, ModuleCandidate):
                 importers = module_importers(self.tree, candidate, files)  # sets .unexport
-                failure = cheap_failure(candidate, test_files, passing, importers)
+                failure = cheap_failure(
+                    candidate, test_files, passing, importers, self.min_statements
+                )
             else:
                 importers = imported_elsewhere(self.tree, candidate, files)  # sets .unexport
-                failure = cheap_failure(candidate, test_files, passing, importers)
+                failure = cheap_failure(
+                    candidate, test_files, passing, importers, self.min_statements
+                )
             if failure is None:
                 hidden = tuple(candidate.hidden_files)
                 if hidden not in canaries:
@@ -378,13 +384,17 @@ def propose(
     kind: str = "deletion",
     jobs: int = 1,
     requirements: list[str] | None = None,
+    min_statements: int = MIN_STATEMENTS,
 ) -> Outcome:
     """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, iterate;
-    both: deletion and bugs; all: the three)."""
+    both: deletion and bugs; all: the three); a deletion or follow-up removes at least
+    `min_statements` executable lines."""
     release = requirement
     if isinstance(release, str):
         release = find_release(release, build_cache())
     check_fresh(release, released_after)
     out.mkdir(parents=True, exist_ok=True)
-    proposer = Proposer(release, out, backend, endpoint, KINDS[kind], jobs, requirements)
+    proposer = Proposer(
+        release, out, backend, endpoint, KINDS[kind], jobs, requirements, min_statements
+    )
     return proposer.run(max_tasks)

@@ -163,6 +163,13 @@ def test_cheap_filters(candidate: Candidate, importers: list[str], failed: str |
         assert found[1]  # a reason, for proposals.json
 
 
+def test_a_raised_size_floor_refuses_smaller_deletions() -> None:
+    candidate = _candidate(20, 9, 1, 1.0)
+    assert cheap_failure(candidate, 10, 200, [], min_statements=20) is None
+    found = cheap_failure(candidate, 10, 200, [], min_statements=21)
+    assert found is not None and found == ("size", "20 executable lines (want 21-400)")
+
+
 def test_too_many_hidden_files_fails_hidden_fail_to_pass() -> None:
     candidate = _candidate(20, 9, 0, 1.0)
     candidate.hidden_files = ["tests/a.py", "tests/b.py", "tests/c.py"]
