@@ -6,7 +6,8 @@
 - `stub_tree(built)`: the original files, with the body of every function that
   holds removed lines replaced by `raise NotImplementedError`: every name exists,
   nothing works. A task whose tests pass on the stub does not test the feature.
-- `changed_lines(patch)`: lines added plus lines removed by a patch.
+- `changed_lines(patch)`: lines added plus lines removed by a patch;
+  `changed_code_lines(patch)` the same without blank or comment lines (`#`).
 - `reference_tree(built)` / `reference_patch(built, scratch)`: what the reference solution
   writes: the reverse of the mutation, or for an answer task the answer file made from
   its facts (the reverse of a mutation answers no question).
@@ -31,6 +32,17 @@ def changed_lines(patch: str) -> int:
         1
         for line in patch.splitlines()
         if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
+    )
+
+
+def changed_code_lines(patch: str) -> int:
+    return sum(
+        1
+        for line in patch.splitlines()
+        if line[:1] in "+-"
+        and not line.startswith(("+++ ", "--- "))
+        and line[1:].strip()
+        and not line[1:].lstrip().startswith("#")
     )
 
 
@@ -109,6 +121,15 @@ def reference_changed_lines(built: BuiltTask) -> int:
     if own is None:
         return changed_lines(built.reference_patch)
     return sum(len(text.splitlines()) for text in own.values() if text is not None)
+
+
+def reference_code_lines(built: BuiltTask) -> int:
+    """`reference_changed_lines` without blank or comment lines."""
+    own = _own_reference(built)
+    if own is None:
+        return changed_code_lines(built.reference_patch)
+    texts = (text for text in own.values() if text is not None)
+    return sum(1 for text in texts for line in text.splitlines() if line.strip())
 
 
 def stub_tree(built: BuiltTask) -> dict[str, str | None]:

@@ -108,6 +108,8 @@ class TaskValidation(BaseModel):
     spilled: int = 0
     changed_lines: int = 0
     changed_lines_digest: str | None = None  # the build (`task_digest`) they were counted on
+    changed_code_lines: int | None = None  # the same, without blank or comment lines; None:
+    # counted before the figure existed
     prompt_chars: int = 0
     coverage: float | None = None
     reference_resolved: bool = False
@@ -391,7 +393,7 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
     record = TaskValidation(
         id=task.id, category=task.category.value, package=package_label(built),
         changed_lines=answer.reference_changed_lines(built), changed_lines_digest=built.digest,
-        prompt_chars=len(task.prompt),
+        changed_code_lines=answer.reference_code_lines(built), prompt_chars=len(task.prompt),
         checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )  # fmt: skip
     sandboxes = backend_for(built, backend)

@@ -355,7 +355,7 @@ def tasks_stats(
     task makes today; only the other tasks are built to count them."""
     import json
 
-    from cursorbench.answer import reference_changed_lines
+    from cursorbench.answer import reference_changed_lines, reference_code_lines
     from cursorbench.loader import tasks_from_options
     from cursorbench.stats import (
         load_validation,
@@ -371,12 +371,14 @@ def tasks_stats(
     folders = {task.path.parent.parent for task in found if task.path is not None}
     validation = {k: v for folder in folders for k, v in load_validation(folder).items()}
     lines = {t.id: recorded_changed_lines(t, validation.get(t.id)) for t in found}
+    # a record that predates the code-lines count is rebuilt only to update the report
+    stale = [t for t in found if (n := lines[t.id]) is None or (update_report and n[1] is None)]
     counted = {
-        built.task.id: (reference_changed_lines(built), built.digest)
-        for built in build_many([t for t in found if lines[t.id] is None])
+        built.task.id: (reference_changed_lines(built), reference_code_lines(built), built.digest)
+        for built in build_many(stale)
     }
-    lines.update({task_id: count for task_id, (count, _) in counted.items()})
-    rows = [task_row(t, lines[t.id] or 0, validation.get(t.id)) for t in found]
+    lines.update({task_id: (count, code) for task_id, (count, code, _) in counted.items()})
+    rows = [task_row(t, lines[t.id] or (0, None), validation.get(t.id)) for t in found]
     if update_report:
         for folder in sorted(folders):
             if (folder / "validation.json").is_file():

@@ -29,6 +29,7 @@ class TaskRow(BaseModel):
     package: str
     category: str
     changed_lines: int
+    changed_code_lines: int | None = None  # without blank or comment lines
     prompt_chars: int
     fail_to_pass: int
     pass_to_pass: int
@@ -37,9 +38,9 @@ class TaskRow(BaseModel):
     validated: bool | None = None
 
 
-def task_row(task: Task, changed_lines: int, record: TaskValidation | None) -> TaskRow:
-    """A task's row: its file's figures, the reference's changed lines, and what its
-    validation record (if any) measured."""
+def task_row(task: Task, changed: tuple[int, int | None], record: TaskValidation | None) -> TaskRow:
+    """A task's row: its file's figures, the reference's changed lines (all, and without
+    blank or comment lines), and what its validation record (if any) measured."""
     from harness.kinds.registry import kind_of
 
     source = task.source
@@ -49,7 +50,8 @@ def task_row(task: Task, changed_lines: int, record: TaskValidation | None) -> T
         id=task.id,
         package=package,
         category=task.category.value,
-        changed_lines=changed_lines,
+        changed_lines=changed[0],
+        changed_code_lines=changed[1],
         prompt_chars=len(task.prompt),
         fail_to_pass=counts.fail_to_pass,
         pass_to_pass=counts.pass_to_pass,
@@ -73,6 +75,7 @@ def suite_stats(rows: list[TaskRow]) -> dict[str, Any]:
         return [float(v) for row in rows if (v := getattr(row, name)) is not None]
 
     changed = quartiles(figure("changed_lines"))
+    code = quartiles(figure("changed_code_lines"))
     prompts = quartiles(figure("prompt_chars"))
     return {
         "tasks": len(rows),
@@ -80,6 +83,10 @@ def suite_stats(rows: list[TaskRow]) -> dict[str, Any]:
         "categories": dict(sorted(Counter(row.category for row in rows).items())),
         "median_changed_lines": changed["median"],
         "changed_lines_quartiles": changed,
+        # blank and comment lines left out; over the tasks where it was counted
+        "median_changed_code_lines": code["median"],
+        "changed_code_lines_quartiles": code,
+        "changed_code_lines_counted": len(figure("changed_code_lines")),
         "median_prompt_chars": prompts["median"],
         "prompt_chars_quartiles": prompts,
         "fail_to_pass": quartiles(figure("fail_to_pass")),
@@ -216,28 +223,34 @@ def last_healthy(folder: Path, records: list[TaskValidation]) -> dict[str, str]:
     return when
 
 
-def recorded_changed_lines(task: Task, record: TaskValidation | None) -> int | None:
-    """The record's count of the reference's changed lines, if it was counted on the build
-    the task makes today (a task file or builder changed since makes it stale)."""
+def recorded_changed_lines(
+    task: Task, record: TaskValidation | None
+) -> tuple[int, int | None] | None:
+    """The record's counts of the reference's changed lines (all; without blank or comment
+    lines, None when the record predates that count), if they were counted on the build
+    the task makes today (a task file or builder changed since makes them stale)."""
     from cursorbench.workspace import task_digest
 
-    if record is None or record.changed_lines_digest is None:
+    if record is None or record.changed_lines_digest != task_digest(task):
         return None
-    return record.changed_lines if record.changed_lines_digest == task_digest(task) else None
+    return record.changed_lines, record.changed_code_lines
 
 
-def update_changed_lines(folder: Path, counted: dict[str, tuple[int, str]]) -> int:
-    """Writes counts of changed lines (task id -> (lines, build digest)) into the folder's
-    validation report, keeping everything else; returns how many records changed."""
+def update_changed_lines(folder: Path, counted: dict[str, tuple[int, int, str]]) -> int:
+    """Writes counts of changed lines (task id -> (lines, code lines, build digest)) into
+    the folder's validation report, keeping everything else; returns how many records
+    changed."""
     path = folder / "validation.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     records = [TaskValidation.model_validate(item) for item in data["tasks"]]
     changed = 0
     for record in records:
         if record.id in counted:
-            lines, digest = counted[record.id]
-            changed += (record.changed_lines, record.changed_lines_digest) != (lines, digest)
-            record.changed_lines, record.changed_lines_digest = lines, digest
+            lines, code, digest = counted[record.id]
+            now = (record.changed_lines, record.changed_code_lines, record.changed_lines_digest)
+            changed += now != (lines, code, digest)
+            record.changed_lines, record.changed_code_lines = lines, code
+            record.changed_lines_digest = digest
     runs = [ValidationRun.model_validate(run) for run in data.get("runs", [])]
     started = dt.datetime.fromisoformat(data["date"])
     write_validation_report(folder, records, started, data["duration_s"], runs or None)
@@ -294,6 +307,9 @@ def print_stats(stats: dict[str, Any]) -> list[str]:
         f"categories: {len(categories)} ({', '.join(f'{k} {v}' for k, v in categories.items())})",
         f"changed lines q1/median/q3: {q(stats['changed_lines_quartiles'])} "
         f"(published median {PUBLISHED['median_changed_lines']})",
+        f"changed lines without blank or comment lines q1/median/q3: "
+        f"{q(stats['changed_code_lines_quartiles'])} "
+        f"(counted for {stats['changed_code_lines_counted']} of {stats['tasks']})",
         f"prompt chars q1/median/q3: {q(stats['prompt_chars_quartiles'])} "
         f"(published median {PUBLISHED['median_prompt_chars']})",
         f"FAIL_TO_PASS q1/median/q3: {q(stats['fail_to_pass'])}",

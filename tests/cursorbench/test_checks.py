@@ -35,6 +35,8 @@ def test_a_package_task_passes_full_validation(cursorbench_home: Path, tmp_path:
     record = validate_full(built, choose_backend("auto"))
     assert record.problems == []
     assert record.changed_lines > 0 and record.changed_lines_digest == built.digest
+    assert record.changed_code_lines is not None
+    assert 0 < record.changed_code_lines <= record.changed_lines
     assert (record.fail_to_pass, record.pass_to_pass, record.stable_tests) == (6, 3, 9)
     assert record.reference_resolved and not record.untouched_resolved
     assert not record.stub_resolved and record.stub_fail_to_pass_passed == 0

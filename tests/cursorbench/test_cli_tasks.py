@@ -75,10 +75,13 @@ def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_th
     data["source"]["path"] = str((bundled.parent / data["source"]["path"]).resolve())
     (suite / "tasks" / "slugify.yaml").write_text(yaml.safe_dump(data))
 
-    def median_changed_lines(*extra: str) -> float:
+    def figures(*extra: str) -> dict[str, object]:
         shown = cursorbench("tasks", "stats", "--tasks", str(suite / "tasks"), "--json", *extra)
         assert shown.returncode == 0, shown.stderr
-        return float(json.loads(shown.stdout)["median_changed_lines"])
+        return json.loads(shown.stdout)  # type: ignore[no-any-return]
+
+    def median_changed_lines(*extra: str) -> float:
+        return float(figures(*extra)["median_changed_lines"])  # type: ignore[arg-type]
 
     def write_report(changed_lines: int, digest: str | None) -> None:
         record: dict[str, object] = {"id": "textkit-slugify", "category": "new_feature"}
@@ -94,5 +97,12 @@ def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_th
     refreshed = json.loads((suite / "validation.json").read_text())["tasks"][0]
     assert refreshed["changed_lines"] == built and refreshed["changed_lines_digest"] != "0" * 24
     assert "textkit-slugify" in (suite / "VALIDATION.md").read_text()
+    code = refreshed["changed_code_lines"]
+    assert 0 < code < built  # the deleted code has docstrings, blank lines, comments
     write_report(int(built) + 1000, digest=refreshed["changed_lines_digest"])  # this build's
-    assert median_changed_lines() == built + 1000
+    shown = figures()
+    assert shown["median_changed_lines"] == built + 1000
+    # the record predates the code count: not counted, and not built to count it ...
+    assert (shown["changed_code_lines_counted"], shown["median_changed_code_lines"]) == (0, None)
+    shown = figures("--update-report")  # ... unless the report is to be updated
+    assert (shown["changed_code_lines_counted"], shown["median_changed_code_lines"]) == (1, code)
