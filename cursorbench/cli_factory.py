@@ -29,7 +29,9 @@ def tasks_propose(
         str,
         typer.Option(
             help="deletion (new-feature tasks), bugs (debugging tasks), iterate (follow-ups "
-            "to an earlier turn), both (deletion and bugs) or all."
+            "to an earlier turn), review (code review of injected bugs), testing (tests for "
+            "a module, graded by mutants), usages (which functions use one: understanding), "
+            "both (deletion and bugs) or all."
         ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
@@ -41,6 +43,13 @@ def tasks_propose(
             "of large changes; the factory's own floor is 5).",
         ),
     ] = 5,
+    rewrite_prompts: Annotated[
+        bool,
+        typer.Option(
+            help="Write again the prompts of tasks an earlier run in --out proposed (after "
+            "the prompt writer changed); their measurements are kept."
+        ),
+    ] = False,
     requirement: Annotated[
         list[str] | None,
         typer.Option(
@@ -58,12 +67,14 @@ def tasks_propose(
 ) -> None:
     """Propose tasks from a release's own test suite; rerun with the same --out to resume
     (see docs/tasks.md)."""
+    from cursorbench.factory import KINDS
     from cursorbench.factory.release import check_fresh, find_release
     from cursorbench.sources import SourceError
     from harness.home import build_cache
 
-    if kind not in ("deletion", "bugs", "iterate", "both", "all"):
-        console.print(f"[red]error[/] --kind {kind!r}: give deletion, bugs, iterate, both or all")
+    if kind not in KINDS:
+        choices = ", ".join(KINDS)
+        console.print(f"[red]error[/] --kind {kind!r}: give {choices}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         after = dt.date.fromisoformat(released_after) if released_after else None
@@ -79,7 +90,7 @@ def tasks_propose(
     backend = choose_backend(sandbox)
     outcome = propose(
         found, out, max_tasks, after, backend, link, kind, jobs, requirement or None,
-        min_statements,
+        min_statements, rewrite_prompts,
     )  # fmt: skip
     summary = outcome.summary
     console.print(
@@ -101,6 +112,12 @@ def tasks_review(
     move_to: Annotated[
         Path | None, typer.Option(help="Suite folder to move the accepted tasks into.")
     ] = None,
+    suite_version: Annotated[
+        str | None, typer.Option(help="With --move-to: the suite version the moved tasks get.")
+    ] = None,
+    show: Annotated[
+        bool, typer.Option(help="Print each task still to decide, as a reviewer reads it.")
+    ] = False,
 ) -> None:
     """Accept, edit or reject proposed tasks (non-interactively); move accepted ones."""
     from cursorbench.factory import review
@@ -119,6 +136,15 @@ def tasks_review(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     for task_id, state in sorted(review.states(folder).items()):
         console.print(f"{state:7} {task_id}")
+    if show:
+        for path in review.pending(folder):
+            for line in review.describe(folder, path):
+                console.print(line, highlight=False, markup=False, soft_wrap=True)
     if move_to is not None:
-        for path in review.move_accepted(folder, move_to):
+        try:
+            moved = review.move_accepted(folder, move_to, suite_version)
+        except review.ReviewError as error:
+            console.print(f"[red]error[/] {error}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        for path in moved:
             console.print(f"moved {path}")

@@ -356,6 +356,7 @@ def tasks_stats(
     import json
 
     from cursorbench.answer import reference_changed_lines, reference_code_lines
+    from cursorbench.factory.review import LOG, reviewed
     from cursorbench.loader import tasks_from_options
     from cursorbench.stats import (
         load_validation,
@@ -379,6 +380,10 @@ def tasks_stats(
     }
     lines.update({task_id: (count, code) for task_id, (count, code, _) in counted.items()})
     rows = [task_row(t, lines[t.id] or (0, None), validation.get(t.id)) for t in found]
+    accepted = {folder: reviewed(folder) for folder in folders if (folder / LOG).is_file()}
+    for task, row in zip(found, rows, strict=True):
+        folder = task.path.parent.parent if task.path is not None else None
+        row.reviewed = task.id in accepted[folder] if folder in accepted else None
     if update_report:
         for folder in sorted(folders):
             if (folder / "validation.json").is_file():

@@ -250,4 +250,5 @@ DEFAULT_SUITE = "smoke"
 
 def bundled_suites() -> dict[str, Path]:
     """Every suite that ships with CursorBench, by name (see `cursorbench.suites`)."""
-    return {DEFAULT_SUITE: bundled_suite(), "v1": bundled_suite() / "v1"}
+    suites = {DEFAULT_SUITE: bundled_suite(), "v1": bundled_suite() / "v1"}
+    return suites | {"v2": bundled_suite() / "v2"}

@@ -36,6 +36,7 @@ class TaskRow(BaseModel):
     coverage: float | None = None
     test_runtime_s: float | None = None
     validated: bool | None = None
+    reviewed: bool | None = None  # None: the suite keeps no review log (written by hand)
 
 
 def task_row(task: Task, changed: tuple[int, int | None], record: TaskValidation | None) -> TaskRow:
@@ -94,6 +95,7 @@ def suite_stats(rows: list[TaskRow]) -> dict[str, Any]:
         "coverage_of_removed_lines": quartiles(figure("coverage")),
         "test_runtime_s": quartiles(figure("test_runtime_s")),
         "validated": sum(row.validated is True for row in rows),
+        "reviewed": sum(row.reviewed is True for row in rows),
         "published": PUBLISHED,
     }
 
@@ -302,7 +304,7 @@ def print_stats(stats: dict[str, Any]) -> list[str]:
 
     packages, categories = stats["packages"], stats["categories"]
     return [
-        f"tasks: {stats['tasks']} (validated: {stats['validated']})",
+        f"tasks: {stats['tasks']} (validated: {stats['validated']}, reviewed: {stats['reviewed']})",
         f"packages: {len(packages)} ({', '.join(f'{k} {v}' for k, v in packages.items())})",
         f"categories: {len(categories)} ({', '.join(f'{k} {v}' for k, v in categories.items())})",
         f"changed lines q1/median/q3: {q(stats['changed_lines_quartiles'])} "

@@ -1,10 +1,12 @@
 """Bundled suites by name, building many tasks at once, and writing derived test lists.
 
-- `smoke`: six offline tasks over three small libraries written for this project
+- `smoke`: offline tasks over small libraries written for this project
   (`cursorbench/suite/tasks`), the default of `cursorbench run`.
 - `v1`: CursorBench v1, tasks over pinned releases of real packages
   (`cursorbench/suite/v1/tasks`); their sources are fetched from the package index on
   first use and cached. Scores compare only within one suite version.
+- `v2`: CursorBench v2, tasks the task factory proposed, reviewed and validated
+  (`cursorbench/suite/v2/tasks`, under construction: see its README).
 
 `build_many` builds tasks in parallel threads (the work is mostly subprocesses:
 pip, grep) with progress on stderr if anything is not cached yet: a bar on a terminal, one

@@ -6,4 +6,16 @@ from the coverage, then measures the survivors with the validator's own derivati
 (`filters`, `propose`), and writes task specs plus `proposals.json`. `prompts` writes
 their prompts (offline, or through an OpenAI-compatible endpoint); `review` decides
 which proposed tasks may join a suite. `release` finds the sdist and its date.
+
+Kinds of task (`--kind`): `deletion` (new_feature), `bugs` (debugging), `iterate`
+(iterate_on_feature, `followups`), `review` (code_review, `review_tasks`), `testing`
+(`testing_tasks`), `usages` (understanding, `usages`).
 """
+
+# `--kind` values and the kinds each proposes
+KINDS: dict[str, tuple[str, ...]] = {
+    "deletion": ("deletion",), "bugs": ("bugs",), "iterate": ("iterate",),
+    "review": ("review",), "testing": ("testing",), "usages": ("usages",),
+    "both": ("deletion", "bugs"),
+    "all": ("deletion", "bugs", "iterate", "review", "testing", "usages"),
+}  # fmt: skip

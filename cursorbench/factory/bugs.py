@@ -84,7 +84,7 @@ class BugCandidate:
         return f"{self.file}::bug:{'+'.join(self.functions)}[{kinds}]"
 
 
-class _Offsets:
+class Offsets:
     """Byte offsets of (line, column) positions; ast columns count UTF-8 bytes."""
 
     def __init__(self, data: bytes) -> None:
@@ -138,7 +138,7 @@ def _locals(function: FunctionNode) -> list[str]:
     return sorted(names - {"self", "cls"})
 
 
-def _sites_in(function: FunctionNode, name: str, data: bytes, offsets: _Offsets) -> list[Site]:
+def sites_in(function: FunctionNode, name: str, data: bytes, offsets: Offsets) -> list[Site]:
     lines = _statement_lines(function)
     found: list[Site] = []
 
@@ -254,7 +254,7 @@ def operations(file: str, text: str, sites: list[Site]) -> list[ReplaceText] | N
     current = text
     used: list[tuple[int, int]] = []
     for site in sorted(sites, key=lambda s: s.start):
-        old, new, span = _unique_block(data, current, site)
+        old, new, span = unique_block(data, current, site)
         overlaps = any(span[0] <= end and start <= span[1] for start, end in used)
         if old is None or overlaps or current.count(old) != 1:
             return None
@@ -264,7 +264,7 @@ def operations(file: str, text: str, sites: list[Site]) -> list[ReplaceText] | N
     return ops
 
 
-def _unique_block(data: bytes, current: str, site: Site) -> tuple[str | None, str, tuple[int, int]]:
+def unique_block(data: bytes, current: str, site: Site) -> tuple[str | None, str, tuple[int, int]]:
     """Whole lines around the edit, grown upwards until they occur once in `current`, and
     their span in the original."""
     first = data.rfind(b"\n", 0, site.start) + 1
@@ -307,10 +307,10 @@ def groups_of(
 ) -> list[tuple[list[str], list[Site]]]:
     """Each function with enough covered sites, and each top-level function with one it
     calls in the module (one site or more from each)."""
-    offsets = _Offsets(data)
+    offsets = Offsets(data)
     functions = functions_of(module)
     covered = {
-        name: _covered(_sites_in(node, name, data, offsets), file, testmap)
+        name: _covered(sites_in(node, name, data, offsets), file, testmap)
         for name, node in functions
     }
     found: list[tuple[list[str], list[Site]]] = []

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cursorbench.sources import import_root
 from harness.errors import CursorBenchError
 from harness.grading import PYTEST_ENV, pytest_config
 from harness.sandbox.protocol import SandboxBackend
@@ -79,6 +80,13 @@ def package_files(tree: Path) -> list[str]:
             continue
         found.append(relative)
     return found
+
+
+def dotted_module(tree: Path, relative: str) -> str:
+    """A package file's dotted module name (a `src/` layout's prefix dropped)."""
+    root = import_root(tree)
+    inside = relative.removeprefix("src/") if root == "src" else relative
+    return inside.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def test_args_for(tree: Path) -> list[str]:

@@ -25,19 +25,23 @@ MAX_STATEMENTS = 400
 MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
 
 # In the order they are applied; `proposals.json` names the first one a candidate failed
-# (a bug candidate has no size or import filter).
+# (a bug candidate has no size or import filter; a testing candidate's own filters are
+# `file_tests`, `test_focus`, `mutant_sites`, `killed_mutants` and `reference_graded`:
+# `testing_tasks`).
 FILTERS = (
     "size", "imported_elsewhere", "runs_at_import", "hidden_fail_to_pass", "spill",
-    "hidden_coverage", "canaries", "test_lines_in_source", "overlap", "max_reached", "build",
-    "measured_fail_to_pass", "measured_spill", "derive",
+    "hidden_coverage", "anchors", "canaries", "file_tests", "test_focus", "mutant_sites",
+    "test_lines_in_source", "overlap", "max_reached", "build",
+    "measured_fail_to_pass", "measured_spill", "derive", "killed_mutants", "reference_graded",
 )  # fmt: skip
 
 
 class Proposal(BaseModel):
-    """One candidate's row of `proposals.json`."""
+    """One candidate's row of `proposals.json` (a testing candidate's fields mean what
+    `testing_tasks.testing_row` says)."""
 
     key: str
-    kind: str = "deletion"  # or "bugs", "iterate"
+    kind: str = "deletion"  # or "bugs", "iterate", "testing"
     file: str
     symbols: list[str]  # deleted; for bugs, the functions changed
     mutations: list[str] = Field(default_factory=list)  # for bugs, each change's kind
@@ -116,6 +120,16 @@ def bug_cheap_failure(candidate: BugCandidate, test_files: int) -> tuple[str, st
     cover = candidate.hidden_coverage
     if cover is None or cover < MIN_COVERAGE:
         return "hidden_coverage", f"the hidden tests alone run {cover or 0:.0%} of its lines"
+    return None
+
+
+def review_anchor_failure(tree: Path, candidate: BugCandidate) -> tuple[str, str] | None:
+    """A review candidate whose defects cannot all be pointed at (a changed line that is
+    not unique in the file the bugs leave) cannot be graded by location."""
+    from cursorbench.factory.review_tasks import review_facts
+
+    if review_facts(tree, candidate) is None:
+        return "anchors", "a changed line is not unique in the mutated file"
     return None
 
 

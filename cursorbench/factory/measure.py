@@ -28,9 +28,11 @@ from cursorbench.factory.prompts import (
     followup_turns,
     write_prompt,
 )
-from cursorbench.loader import load_task_for_derive
+from cursorbench.factory.review_tasks import review_prompt, review_spec
+from cursorbench.loader import TaskFileError, load_task, load_task_for_derive
 from cursorbench.suites import _Literal
 from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from harness.kinds.registry import kind_of
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
 from harness.sandbox.registry import with_python_env
@@ -41,7 +43,7 @@ DRAFT_PROMPT = "(written once the task is measured)"
 @dataclass(frozen=True)
 class Job:
     key: str
-    kind: str  # deletion, bugs, iterate
+    kind: str  # deletion, bugs, iterate, review
     path: Path  # the task file
     data: dict[str, object]  # the task's fields, prompt still the draft's
     backend: str
@@ -50,6 +52,9 @@ class Job:
     facts: PromptFacts | None = None  # a deletion's prompt facts
     endpoint: tuple[str, str] | None = None  # (base URL, model) of the prompt writer
     earlier: PromptFacts | None = None  # a follow-up's earlier part (`followups`)
+    prompt: str = ""  # a testing task's, written offline before it is measured
+    review: list[dict[str, object]] | None = None  # a review task's answer facts
+    module: str = ""  # the dotted name of the module it changes
 
 
 @dataclass
@@ -101,10 +106,17 @@ def draft_path(path: Path) -> Path:
 
 
 def _measure(job: Job) -> Measured:
+    if job.kind == "usages":  # an answer task with its prompt: no tests to derive
+        spec = dict(job.data)
+        return _answer_task(job, spec, Measured(job.key))
     data = dict(job.data, prompt=DRAFT_PROMPT)
     draft = draft_path(job.path)
     write_spec(draft, data)
     try:
+        if job.kind == "testing":  # graded by mutants, no lists to derive (imports this module)
+            from cursorbench.factory.testing_tasks import measure_testing
+
+            return measure_testing(job, data, draft)
         return _measure_draft(job, data, draft)
     finally:
         draft.unlink(missing_ok=True)
@@ -128,6 +140,8 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
     )
     if done.failure is not None:
         return done
+    if job.review is not None:
+        return _write_review(job, data, done, derived.fail_to_pass)
     if job.earlier is not None and job.facts is not None:  # a follow-up: written offline
         data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
         done.prompt_writer = "offline"
@@ -140,6 +154,66 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
     write_spec(job.path, data)
     done.path = job.path
     return done
+
+
+def _write_review(
+    job: Job, data: dict[str, object], done: Measured, failing: list[str]
+) -> Measured:
+    """The measured bugs as a code-review task (`review_tasks`): its answer facts must
+    point at the prepared workspace's lines, which its build checks."""
+    assert job.review is not None
+    spec = review_spec(data, job.review)
+    source, check = spec["source"], job.data["verification"]
+    assert isinstance(source, dict) and isinstance(check, dict)
+    defects = len(job.review) - 1  # the last fact names the functions
+    prompt = review_prompt(
+        str(spec["id"]), str(source["name"]), job.module, defects, symptoms(job.tree, failing)
+    )
+    spec["prompt"] = prompt
+    return _answer_task(job, spec, done)
+
+
+def _answer_task(job: Job, spec: dict[str, object], done: Measured) -> Measured:
+    """Writes an answer task (review, understanding) once its build shows that its facts
+    point at the prepared workspace's lines."""
+    draft = draft_path(job.path).with_suffix(".answer.yaml")
+    write_spec(draft, spec)
+    try:
+        built = build(load_task(draft))
+    except (BuildError, TaskFileError) as error:
+        done.failure = ("build", f"the review task: {error}")
+        return done
+    finally:
+        draft.unlink(missing_ok=True)
+    verification = built.task.verification
+    problems = kind_of(verification).workspace_problems(verification, built.workspace)
+    if problems:
+        done.failure = ("derive", f"the review task: {problems[0]}")
+        return done
+    done.changed_lines = answer.reference_changed_lines(built)
+    done.prompt_writer = "offline"
+    write_spec(job.path, spec)
+    done.path = job.path
+    return done
+
+
+def rewrite_prompt(job: Job) -> bool:
+    """A proposed task's prompt written again by today's writer from the same facts and
+    its measured FAIL_TO_PASS (`propose --rewrite-prompts`); True when it changed. Review
+    and testing tasks keep theirs (their files do not hold what their prompts came from)."""
+    if job.kind not in ("deletion", "bugs", "iterate") or not job.path.is_file():
+        return False
+    data = yaml.safe_load(job.path.read_text(encoding="utf-8"))
+    before = (data.get("prompt"), data.get("earlier_turns"))
+    if job.earlier is not None and job.facts is not None:
+        data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
+    else:
+        prompt, _ = _prompt(job, list(data["verification"]["fail_to_pass"]))
+    if (prompt, data.get("earlier_turns")) == before:
+        return False
+    data["prompt"] = _Literal(prompt) if "\n" in prompt else prompt
+    write_spec(job.path, data)
+    return True
 
 
 def _prompt(job: Job, failing: list[str]) -> tuple[str, str]:

@@ -66,19 +66,58 @@ def _pick(seed: int, options: list[str]) -> str:
     return options[seed % len(options)]
 
 
-def _listed(items: list[str]) -> str:
+def listed(items: list[str]) -> str:
     """`a`, `a and b`, `a, b and c`."""
     return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
 
 
 def _named(names: list[str]) -> str:
-    return _listed([f"`{n}`" for n in names[:MAX_NAMES]])
+    return listed([f"`{n}`" for n in names[:MAX_NAMES]])
+
+
+# Verbs a docstring's first sentence starts with when it says what the code does
+# ("Return the ...", "Converts ..."); a sentence starting otherwise ("Given ...", "NOTE:",
+# "A helper ...") does not read after "it should" and is left out of the prompt.
+_VERB_WORDS = """
+add append apply build calculate call check choose clean collect combine compare compile
+compute construct convert copy count create decide decode delete detect determine drop
+emit encode ensure escape evaluate expand extract fetch fill filter find fix flatten
+format generate get give group guess handle hash insert join load look make map mark
+match merge normalize open pad parse pick produce quote raise read register remove
+render replace resolve return round run save select send serialize set sort split strip
+take tell test transform translate truncate try turn unpack unquote update validate
+verify wrap write yield
+"""
+VERBS = frozenset(_VERB_WORDS.split())
+
+
+def _imperative(word: str) -> str | None:
+    """`word` as the imperative of one of `VERBS` ("Returns" -> "return"), or None."""
+    low = word.lower()
+    candidates = [low]
+    if low.endswith("ies"):
+        candidates.append(low[:-3] + "y")
+    if low.endswith("es"):
+        candidates.append(low[:-2])
+    if low.endswith("s"):
+        candidates.append(low[:-1])
+    return next((c for c in candidates if c in VERBS), None)
+
+
+def goal_of(docstring: str) -> str | None:
+    """A docstring's first sentence as a goal to follow "it should", or None when it does
+    not start with what the code does."""
+    sentence = first_sentence(docstring)
+    head, _, rest = sentence.partition(" ")
+    verb = _imperative(head)
+    if verb is None or not rest:
+        return None
+    return f"{verb} {rest}"
 
 
 def _goals(facts: PromptFacts) -> list[str]:
-    """The docstrings' first sentences, each starting lower case (to follow "it should")."""
-    found = [first_sentence(d) for d in facts.docstrings if d.strip()]
-    return [goal[:1].lower() + goal[1:] for goal in found]
+    """The docstrings' first sentences that say what the code does, as goals."""
+    return [goal for d in facts.docstrings if d.strip() and (goal := goal_of(d))]
 
 
 def _goal(facts: PromptFacts) -> str:
@@ -107,11 +146,11 @@ def offline_prompt(facts: PromptFacts) -> str:
     details = behaviours(facts.test_names, facts.names)
     amount = (seed >> 4) % 4  # 0-3 sentences of detail: lengths vary
     if amount >= 1 and details:
-        listed = _listed(details[: 2 + (seed >> 8) % 3])
+        cases = listed(details[: 2 + (seed >> 8) % 3])
         parts.append(_pick(seed >> 12, [
-            f"Cases I care about: {listed}.",
-            f"It has to cope with {listed}.",
-            f"Make sure it handles {listed}.",
+            f"Cases I care about: {cases}.",
+            f"It has to cope with {cases}.",
+            f"Make sure it handles {cases}.",
         ]))  # fmt: skip
     if amount >= 2 and len(goals) > 1:
         parts.append(f"Also, it should {goals[1]}.")
@@ -153,7 +192,7 @@ def followup_turns(earlier: PromptFacts, later: PromptFacts) -> tuple[list[dict[
     prompt += f": it should {rest_goal}." if rest_goal else "."
     details = behaviours(later.test_names, later.names)
     if (seed >> 9) % 2 and details:
-        prompt += f" It has to cope with {_listed(details[: 2 + (seed >> 10) % 3])}."
+        prompt += f" It has to cope with {listed(details[: 2 + (seed >> 10) % 3])}."
     turns = [{"role": "user", "content": asked}, {"role": "assistant", "content": answer}]
     return turns, prompt
 

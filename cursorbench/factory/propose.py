@@ -2,7 +2,8 @@
 
 One coverage run of the package's suite (`coverage_map`; kept in `coverage.json` in the
 output folder, so that a rerun skips it), every candidate described from it: feature
-deletions (`candidates`) and procedural bugs (`bugs`), as `--kind` asks. The cheap
+deletions (`candidates`), procedural bugs (`bugs`) and test files to write again
+(`testing_tasks`), as `--kind` asks. The cheap
 filters (`filters`) read the coverage only; the survivors are measured (`measure`: built
 with the leak scan, lists derived) in order on `jobs` processes, resuming an earlier
 run's measurements (`schedule`), until `max_tasks` of each kind are proposed. Every
@@ -20,9 +21,11 @@ import re
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cursorbench.factory import KINDS
 from cursorbench.factory.bugs import BugCandidate, enumerate_bugs
 from cursorbench.factory.candidates import (
     Candidate,
@@ -30,7 +33,14 @@ from cursorbench.factory.candidates import (
     imported_elsewhere,
     test_file,
 )
-from cursorbench.factory.coverage_map import CoverageMap, load, measure, save, test_args_for
+from cursorbench.factory.coverage_map import (
+    CoverageMap,
+    dotted_module,
+    load,
+    measure,
+    save,
+    test_args_for,
+)
 from cursorbench.factory.filters import (
     FILTERS,
     MIN_STATEMENTS,
@@ -39,15 +49,30 @@ from cursorbench.factory.filters import (
     canary_failure,
     cheap_failure,
     hidden_lines_failure,
+    review_anchor_failure,
 )
 from cursorbench.factory.followups import FollowUp, enumerate_followups
 from cursorbench.factory.measure import Job, self_test_folder
 from cursorbench.factory.modules import ModuleCandidate, enumerate_modules, module_importers
 from cursorbench.factory.prompts import PromptFacts
-from cursorbench.factory.release import Release, check_fresh, find_release
+from cursorbench.factory.release import (
+    Release,
+    base_spec,
+    check_fresh,
+    find_release,
+)
 from cursorbench.factory.requirements import declared, pin
+from cursorbench.factory.review_tasks import ReviewCandidate, enumerate_reviews, review_facts
 from cursorbench.factory.schedule import Entry, Scheduler, earlier
-from cursorbench.sources import import_root, prepared_tree
+from cursorbench.factory.testing_tasks import (
+    TestingCandidate,
+    testing_entries,
+    testing_facts,
+    testing_prompt,
+    testing_spec,
+)
+from cursorbench.factory.usages import enumerate_usages, usage_spec
+from cursorbench.sources import prepared_tree
 from cursorbench.workspace import cache_home
 from harness.envs import ensure_environment, refuse_package
 from harness.home import build_cache
@@ -55,11 +80,6 @@ from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.registry import with_python_env
 from harness.spec import Limits
 
-KINDS = {
-    "deletion": ("deletion",), "bugs": ("bugs",), "iterate": ("iterate",),
-    "both": ("deletion", "bugs"), "all": ("deletion", "bugs", "iterate"),
-}  # fmt: skip
-SUITE_VERSION = "factory"
 # bump when what the coverage map measures changes (2: no package config; 3: root modules)
 COVERAGE_FORMAT = "3"
 
@@ -79,17 +99,13 @@ def task_id(package: str, candidate: Candidate | BugCandidate) -> str:
         base = f"{package}-{stem}-module"
     elif len(candidate.names) > 1:
         base += f"-and-{len(candidate.names) - 1}"
-    if isinstance(candidate, BugCandidate):
+    if isinstance(candidate, ReviewCandidate):
+        base += "-review"
+    elif isinstance(candidate, BugCandidate):
         base += "-bugs"
     if isinstance(candidate, FollowUp):
         base += "-followup"
     return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-.")
-
-
-def dotted_module(tree: Path, relative: str) -> str:
-    root = import_root(tree)
-    inside = relative.removeprefix("src/") if root == "src" else relative
-    return inside.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
 
 
 def spec_data(
@@ -100,7 +116,6 @@ def spec_data(
     environment: list[str] | None = None,
 ) -> dict[str, object]:
     """The task's fields; its prompt is written once it is measured (`measure`)."""
-    source = release.source
     if isinstance(candidate, BugCandidate):
         category, kind = "debugging", "bug_injection"
         operations = [op.model_dump() for op in candidate.operations]
@@ -110,19 +125,12 @@ def spec_data(
     else:
         category, kind = "new_feature", "feature_deletion"
         operations = [op.model_dump() for op in candidate.operations()]
-    data: dict[str, object] = {
-        "id": ident, "suite_version": SUITE_VERSION, "category": category, "prompt": "",
-        "released": release.released.isoformat() if release.released else None,
-        "source": {"kind": "package", "name": source.name, "version": source.version,
-                   "sha256": source.sha256},
-        "mutation": {"kind": kind, "operations": operations},
-        "verification": {"test_args": test_args, "hidden_tests": candidate.hidden_files,
-                         "fail_to_pass": candidate.predicted_fail, "pass_to_pass": []},
+    data = base_spec(release, ident, category, environment)
+    data["mutation"] = {"kind": kind, "operations": operations}
+    data["verification"] = {
+        "test_args": test_args, "hidden_tests": candidate.hidden_files,
+        "fail_to_pass": candidate.predicted_fail, "pass_to_pass": [],
     }  # fmt: skip
-    if data["released"] is None:
-        del data["released"]
-    if environment is not None:
-        data["environment"] = {"requirements": environment}
     return data
 
 
@@ -147,7 +155,8 @@ def environment_for(release: Release, requirements: list[str] | None) -> list[st
 
 def _row(candidate: Candidate | BugCandidate) -> Proposal:
     if isinstance(candidate, BugCandidate):
-        kind, size, mutations = "bugs", len(candidate.lines), [s.kind for s in candidate.sites]
+        kind = "review" if isinstance(candidate, ReviewCandidate) else "bugs"
+        size, mutations = len(candidate.lines), [s.kind for s in candidate.sites]
     else:
         kind = "iterate" if isinstance(candidate, FollowUp) else "deletion"
         size, mutations = len(candidate.removed), []
@@ -163,15 +172,20 @@ def _row(candidate: Candidate | BugCandidate) -> Proposal:
     )  # fmt: skip
 
 
+def _returns(job: Job) -> Callable[[], Job]:
+    return lambda: job
+
+
 class Proposer:
     def __init__(
         self, release: Release, out: Path, backend: str,
         endpoint: tuple[str, str] | None = None, kinds: tuple[str, ...] = ("deletion",),
         jobs: int = 1, requirements: list[str] | None = None,
-        min_statements: int = MIN_STATEMENTS,
+        min_statements: int = MIN_STATEMENTS, rewrite_prompts: bool = False,
     ) -> None:  # fmt: skip
         self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
         self.kinds, self.jobs, self.min_statements = kinds, jobs, min_statements
+        self.rewrite_prompts = rewrite_prompts
         self.environment = environment_for(release, requirements)
         self.tree = prepared_tree(release.source, build_cache())
         self.test_args = test_args_for(self.tree)
@@ -203,8 +217,10 @@ class Proposer:
         ident = task_id(self.release.source.name, candidate)
         hidden = set(candidate.hidden_files)
         visible = sum(1 for t in testmap.passing() if test_file(t) not in hidden)
-        facts = earlier = None
+        facts = earlier = review = None
         kind = "bugs"
+        if isinstance(candidate, ReviewCandidate):
+            kind, review = "review", review_facts(self.tree, candidate)
         if isinstance(candidate, Candidate):
             module = dotted_module(self.tree, candidate.file)
             facts = PromptFacts(
@@ -225,7 +241,8 @@ class Proposer:
             path=self.out / "tasks" / f"{ident}.yaml",
             data=spec_data(self.release, candidate, self.test_args, ident, self.environment),
             backend=self.backend, visible=visible, tree=self.tree, facts=facts,
-            endpoint=self.endpoint,
+            endpoint=self.endpoint, review=review,
+            module=dotted_module(self.tree, candidate.file),
         )  # fmt: skip
 
     def entries(self, testmap: CoverageMap) -> tuple[list[Proposal], list[Entry]]:
@@ -245,6 +262,8 @@ class Proposer:
             found += enumerate_bugs(self.tree, testmap)
         if "iterate" in self.kinds:
             found += enumerate_followups(self.tree, testmap)
+        if "review" in self.kinds:
+            found += enumerate_reviews(self.tree, testmap)
         rows: list[Proposal] = []
         entries: list[Entry] = []
         canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}
@@ -253,6 +272,8 @@ class Proposer:
         for candidate in found:
             if isinstance(candidate, BugCandidate):
                 failure = bug_cheap_failure(candidate, test_files)
+                if failure is None and isinstance(candidate, ReviewCandidate):
+                    failure = review_anchor_failure(self.tree, candidate)
             elif isinstance(candidate, ModuleCandidate):
                 importers = module_importers(self.tree, candidate, files)  # sets .unexport
                 failure = cheap_failure(
@@ -278,7 +299,54 @@ class Proposer:
             row.task_id = task_id(self.release.source.name, candidate)
             names = {(candidate.file, n) for n in candidate.names}
             entries.append(Entry(row, names, lambda c=candidate: self.job(c, testmap)))  # type: ignore[misc]
+        if "usages" in self.kinds:
+            more, waiting = self.usage_entries(testmap)
+            rows, entries = rows + more, entries + waiting
+            self.ids |= {row.task_id for row in more if row.task_id}
+        if "testing" in self.kinds:
+            more, waiting, ids = testing_entries(
+                self.tree, testmap, files, self.release.source.name,
+                lambda c, ident: self.testing_job(c, ident, testmap),
+            )  # fmt: skip
+            rows, entries, self.ids = rows + more, entries + waiting, self.ids | ids
         return rows, entries
+
+    def usage_entries(self, testmap: CoverageMap) -> tuple[list[Proposal], list[Entry]]:
+        """Understanding tasks (`usages`): no cheap filter but the enumeration's own, and
+        no tests to run; measuring one builds it and checks its answer's facts."""
+        rows: list[Proposal] = []
+        entries: list[Entry] = []
+        package = self.release.source.name
+        for candidate in enumerate_usages(self.tree, testmap):
+            stem = Path(candidate.file).stem
+            stem = Path(candidate.file).parent.name if stem == "__init__" else stem
+            ident = re.sub(r"[^a-z0-9.]+", "-", f"{package}-{stem}-{candidate.function}-usages")
+            ident = ident.lower().strip("-.")
+            base = base_spec(self.release, ident, "understanding", self.environment)
+            data = usage_spec(candidate, base)
+            digest = hashlib.sha256(json.dumps([data["mutation"], data["verification"]]).encode())
+            row = Proposal(
+                key=candidate.key, kind="usages", file=candidate.file, symbols=candidate.names,
+                candidate_digest=digest.hexdigest()[:16], task_id=ident,
+                hidden_tests=candidate.test_files, exercising_tests=len(candidate.users),
+            )  # fmt: skip
+            job = Job(
+                key=candidate.key, kind="usages", path=self.out / "tasks" / f"{ident}.yaml",
+                data=data, backend=self.backend, visible=0, tree=self.tree,
+            )  # fmt: skip
+            rows.append(row)
+            entries.append(Entry(row, {(candidate.file, candidate.function)}, _returns(job)))
+        return rows, entries
+
+    def testing_job(self, candidate: TestingCandidate, ident: str, testmap: CoverageMap) -> Job:
+        """A testing candidate's measurement (`testing_tasks`), its prompt written offline."""
+        package, module = self.release.source.name, dotted_module(self.tree, candidate.module)
+        facts = testing_facts(self.tree, testmap, candidate, ident, package, module)
+        return Job(
+            key=candidate.key, kind="testing", path=self.out / "tasks" / f"{ident}.yaml",
+            data=testing_spec(self.release, candidate, ident, self.environment),
+            backend=self.backend, visible=0, tree=self.tree, prompt=testing_prompt(facts),
+        )  # fmt: skip
 
     def previous(self) -> dict[str, Proposal]:
         """The earlier run's rows, when it was of this release."""
@@ -296,12 +364,20 @@ class Proposer:
         coverage_s = 0.0 if reused else round(time.monotonic() - started, 2)
         rows, entries = self.entries(testmap)
         previous = self.previous()
-        scheduler = Scheduler(entries, previous, self.out / "tasks", max_tasks)
+        scheduler = Scheduler(
+            entries, previous, self.out / "tasks", max_tasks,
+            rewrite_prompts=self.rewrite_prompts,
+        )  # fmt: skip
+        scheduler.reserve(
+            r for r in previous.values() if r.kind not in self.kinds and r.failed is None
+            and r.task_id and (self.out / "tasks" / f"{r.task_id}.yaml").is_file()
+        )  # fmt: skip
 
         def write(finished: bool) -> dict[str, object]:
             summary = self.summary(rows, testmap, coverage_s, time.monotonic() - started)
             summary |= {
                 "measured_now": scheduler.measured_now, "resumed": scheduler.resumed,
+                "prompts_rewritten": scheduler.rewritten,
                 "coverage_reused": reused, "jobs": self.jobs, "kinds": list(self.kinds),
                 "finished": finished,
             }  # fmt: skip
@@ -309,7 +385,9 @@ class Proposer:
             # unfinished: what this run measured, and what the earlier run did not redo yet
             kept = {r["key"] for r in done}
             done += [r.model_dump() for k, r in previous.items() if k not in kept and not finished]
-            listed = [r.model_dump() for r in rows] if finished else done
+            # kinds this run did not propose keep their rows (and task files: `drop_stale`)
+            other = [r.model_dump() for r in previous.values() if r.kind not in self.kinds]
+            listed = [r.model_dump() for r in rows] + other if finished else done
             path = self.out / "proposals.json"
             staging = path.with_suffix(".json.tmp")
             staging.write_text(json.dumps({**summary, "candidates": listed}, indent=1))
@@ -325,8 +403,10 @@ class Proposer:
         self, written: list[Path], rows: list[Proposal], previous: dict[str, Proposal]
     ) -> None:
         """Removes task files an earlier (or interrupted) run wrote that this one does not
-        propose; files not named like one of the factory's candidates stay."""
-        ours = self.ids | {r.task_id for r in [*rows, *previous.values()] if r.task_id}
+        propose; files not named like one of the factory's candidates stay, and so do the
+        tasks of kinds this run did not propose (a rerun with another `--kind`)."""
+        earlier = [r for r in previous.values() if r.kind in self.kinds]
+        ours = self.ids | {r.task_id for r in [*rows, *earlier] if r.task_id}
         for path in sorted((self.out / "tasks").glob("*.yaml")):
             if path.stem in ours and path not in written:
                 path.unlink()
@@ -385,16 +465,19 @@ def propose(
     jobs: int = 1,
     requirements: list[str] | None = None,
     min_statements: int = MIN_STATEMENTS,
+    rewrite_prompts: bool = False,
 ) -> Outcome:
-    """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, iterate;
-    both: deletion and bugs; all: the three); a deletion or follow-up removes at least
-    `min_statements` executable lines."""
+    """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, iterate,
+    review, testing; both: deletion and bugs; all: every kind); a deletion or follow-up
+    removes at least `min_statements` executable lines; `rewrite_prompts` writes the
+    prompts of tasks an earlier run proposed again (a newer prompt writer)."""
     release = requirement
     if isinstance(release, str):
         release = find_release(release, build_cache())
     check_fresh(release, released_after)
     out.mkdir(parents=True, exist_ok=True)
     proposer = Proposer(
-        release, out, backend, endpoint, KINDS[kind], jobs, requirements, min_statements
-    )
+        release, out, backend, endpoint, KINDS[kind], jobs, requirements, min_statements,
+        rewrite_prompts,
+    )  # fmt: skip
     return proposer.run(max_tasks)

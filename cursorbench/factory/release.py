@@ -38,6 +38,27 @@ class Release:
     released: dt.date | None
 
 
+SUITE_VERSION = "factory"  # a proposed task's; a suite sets its own (`tasks review --move-to`)
+
+
+def base_spec(
+    release: Release, ident: str, category: str, environment: list[str] | None
+) -> dict[str, object]:
+    """The fields every proposed task has: id, category, the release, its date and the
+    task's own environment (where it has one); the prompt is still to write."""
+    source = release.source
+    data: dict[str, object] = {
+        "id": ident, "suite_version": SUITE_VERSION, "category": category, "prompt": "",
+        "source": {"kind": "package", "name": source.name, "version": source.version,
+                   "sha256": source.sha256},
+    }  # fmt: skip
+    if release.released is not None:
+        data["released"] = release.released.isoformat()
+    if environment is not None:
+        data["environment"] = {"requirements": environment}
+    return data
+
+
 def parse_requirement(text: str) -> tuple[str, str]:
     """`NAME==VERSION` -> (name, version); anything else is refused."""
     name, sep, version = text.partition("==")

@@ -25,11 +25,16 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from cursorbench.factory.filters import Proposal
-from cursorbench.factory.measure import Job, Measured, measure_job
+from cursorbench.factory.measure import Job, Measured, measure_job, rewrite_prompt
 
 P = ParamSpec("P")
 T = TypeVar("T")
-MEASURED = ("build", "measured_fail_to_pass", "measured_spill", "derive")
+MEASURED = (
+    "build", "measured_fail_to_pass", "measured_spill", "derive",
+    "killed_mutants", "reference_graded",  # a testing task's (`testing_tasks`)
+)  # fmt: skip
+# Kinds made from the same candidates: a symbol one's task uses, the other's may not.
+FAMILIES = {"review": "bugs"}
 
 
 @dataclass
@@ -74,16 +79,33 @@ def executor_for(jobs: int) -> Executor:
 class Scheduler:
     def __init__(
         self, entries: list[Entry], previous: dict[str, Proposal], tasks: Path, max_tasks: int,
-        checkpoint: Callable[[], object] = lambda: None,
+        checkpoint: Callable[[], object] = lambda: None, rewrite_prompts: bool = False,
     ) -> None:  # fmt: skip
         self.checkpoint = checkpoint  # called after each measurement (an interrupted run resumes)
+        self.rewrite_prompts = rewrite_prompts  # a resumed task's prompt written again
+        self.rewritten = 0
         self.pending = list(entries)
         self.previous, self.tasks, self.max_tasks = previous, tasks, max_tasks
         self.kinds: dict[str, KindState] = {}
+        self.families: dict[str, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = {}
         self.total, self.done, self.measured_now, self.resumed = len(entries), 0, 0, 0
 
     def state(self, entry: Entry) -> KindState:
-        return self.kinds.setdefault(entry.row.kind, KindState())
+        return self.kind_state(entry.row.kind)
+
+    def kind_state(self, kind: str) -> KindState:
+        """The kind's state; kinds of one family share what is taken and running."""
+        if kind not in self.kinds:
+            family = FAMILIES.get(kind, kind)
+            taken, running = self.families.setdefault(family, (set(), set()))
+            self.kinds[kind] = KindState(taken=taken, running=running)
+        return self.kinds[kind]
+
+    def reserve(self, proposed: Iterable[Proposal]) -> None:
+        """Symbols of tasks proposed earlier, of kinds this run does not propose: a kind of
+        their family does not use them again."""
+        for row in proposed:
+            self.kind_state(row.kind).taken.update((row.file, name) for name in row.symbols)
 
     def run(self, jobs: int) -> list[Path]:
         running: dict[Future[Measured], Entry] = {}
@@ -146,6 +168,8 @@ class Scheduler:
             state = self.state(entry)
             state.written.append(self.tasks / f"{row.task_id}.yaml")
             state.taken |= entry.names
+            if self.rewrite_prompts and rewrite_prompt(entry.job()):
+                self.rewritten += 1
         self._progress(row)
         return True
 

@@ -78,7 +78,7 @@ def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_th
     def figures(*extra: str) -> dict[str, object]:
         shown = cursorbench("tasks", "stats", "--tasks", str(suite / "tasks"), "--json", *extra)
         assert shown.returncode == 0, shown.stderr
-        return json.loads(shown.stdout)  # type: ignore[no-any-return]
+        return json.loads(shown.stdout)
 
     def median_changed_lines(*extra: str) -> float:
         return float(figures(*extra)["median_changed_lines"])  # type: ignore[arg-type]
@@ -106,3 +106,7 @@ def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_th
     assert (shown["changed_code_lines_counted"], shown["median_changed_code_lines"]) == (0, None)
     shown = figures("--update-report")  # ... unless the report is to be updated
     assert (shown["changed_code_lines_counted"], shown["median_changed_code_lines"]) == (1, code)
+    assert shown["reviewed"] == 0  # no review log: written by hand
+    decision = {"id": "textkit-slugify", "decision": "accept", "reason": "", "at": "2026"}
+    (suite / "review.jsonl").write_text(json.dumps(decision) + "\n")
+    assert figures()["reviewed"] == 1

@@ -64,6 +64,19 @@ def test_bugs_propose_on_two_jobs_validate_then_resume(tmp_path: Path) -> None:
     again = json.loads((out / "proposals.json").read_text())
     assert again["measured_now"] == 0 and again["coverage_reused"] is True
     assert again["resumed"] == summary["measured_now"] and again["proposed"] == summary["proposed"]
+    assert again["prompts_rewritten"] == 0
+    # a newer prompt writer: the prompts are written again, nothing is measured again
+    path = out / "tasks" / f"{bugs[0]['task_id']}.yaml"
+    data = yaml.safe_load(path.read_text())
+    written, data["prompt"] = data["prompt"], "a prompt an older writer wrote"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    done = subprocess.run(
+        [*command, "--rewrite-prompts"], capture_output=True, text=True, timeout=300
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    again = json.loads((out / "proposals.json").read_text())
+    assert (again["measured_now"], again["prompts_rewritten"]) == (0, 1)
+    assert yaml.safe_load(path.read_text())["prompt"] == written
 
 
 @pytest.mark.slow
@@ -111,6 +124,27 @@ def test_offline_prompt_keeps_the_rubric_and_varies() -> None:
     assert len({len(p) for p in prompts}) > 3
 
 
+@pytest.mark.parametrize(
+    ("docstring", "goal"),
+    [
+        ("Returns the words of an identifier.", "return the words of an identifier"),
+        ("Converts text to camel case.\n\nMore.", "convert text to camel case"),
+        ("Applies a plan", "apply a plan"),
+        ("Fix the text.", "fix the text"),
+        ("Given Unicode text as input, fix it.", None),  # not what the code does
+        ("NOTE: Using guess_bytes is not recommended.", None),
+        ("A helper for names.", None),
+        ("Returns", None),
+    ],
+)
+def test_a_goal_is_a_docstring_sentence_that_says_what_the_code_does(
+    docstring: str, goal: str | None
+) -> None:
+    from cursorbench.factory.prompts import goal_of
+
+    assert goal_of(docstring) == goal
+
+
 def test_requirement_needs_a_version() -> None:
     assert parse_requirement("wordkit==0.3") == ("wordkit", "0.3")
     with pytest.raises(Exception, match="NAME==VERSION"):
@@ -127,10 +161,16 @@ def test_review_moves_only_accepted_tasks(tmp_path: Path) -> None:
     review.edit_prompt(tmp_path, "b", "new prompt", "clearer")
     with pytest.raises(review.ReviewError, match="reason"):
         review.record(tmp_path, "b", "reject", "")
-    moved = review.move_accepted(tmp_path, tmp_path / "suite")
+    suite = tmp_path / "suite"
+    moved = review.move_accepted(tmp_path, suite, suite_version="2.0")
     assert [p.name for p in moved] == ["a.yaml"]
+    assert yaml.safe_load(moved[0].read_text())["suite_version"] == "2.0"
     assert "new prompt" in (tmp_path / "tasks" / "b.yaml").read_text()
     assert review.states(tmp_path) == {"a": "accept", "b": "edit"}
+    assert review.reviewed(suite) == {"a"}  # its decision went along; b's stayed behind
+    (tmp_path / "tasks" / "a.yaml").write_text("id: a\nprompt: again\n")
+    with pytest.raises(review.ReviewError, match="already has a"):
+        review.move_accepted(tmp_path, suite)  # never overwrites a suite's task
 
 
 class PromptWriterDouble:

@@ -11,12 +11,12 @@ from cursorbench.factory.bug_prompts import BugFacts, offline_bug_report, sympto
 from cursorbench.factory.bugs import (
     MAX_SITES,
     MIN_SITES,
-    _Offsets,
-    _sites_in,
+    Offsets,
     enumerate_bugs,
     functions_of,
     operations,
     pick_sites,
+    sites_in,
 )
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.filters import Proposal, bug_cheap_failure
@@ -54,7 +54,7 @@ def _sites(text: str) -> dict[str, list[tuple[str, bytes, bytes]]]:
     data = text.encode()
     found = {}
     for name, node in functions_of(parse_module(text)):
-        sites = _sites_in(node, name, data, _Offsets(data))
+        sites = sites_in(node, name, data, Offsets(data))
         found[name] = [(s.kind, data[s.start : s.end], s.new) for s in sites]
     return found
 
@@ -77,7 +77,7 @@ def test_operations_apply_once_each_in_order() -> None:
     data = MODULE.encode()
     tree = parse_module(MODULE)
     name, node = functions_of(tree)[0]
-    sites = pick_sites(_sites_in(node, name, data, _Offsets(data)), "seed")
+    sites = pick_sites(sites_in(node, name, data, Offsets(data)), "seed")
     assert MIN_SITES <= len(sites) <= MAX_SITES
     assert len({s.kind for s in sites}) == len(sites) and len({s.line for s in sites}) == len(sites)
     ops = operations("m.py", MODULE, sites)
@@ -94,7 +94,7 @@ def test_a_repeated_line_grows_until_unique() -> None:
     text = "def f(a):\n    x = a[0]\n    return x\n\n\ndef g(a):\n    x = a[0]\n    return x\n"
     data = text.encode()
     name, node = functions_of(parse_module(text))[1]
-    sites = [s for s in _sites_in(node, name, data, _Offsets(data)) if s.kind == "off_by_one"]
+    sites = [s for s in sites_in(node, name, data, Offsets(data)) if s.kind == "off_by_one"]
     ops = operations("m.py", text, sites)
     assert ops is not None and ops[0].old.count("\n") >= 1  # one line occurs twice
     assert text.count(ops[0].old) == 1
@@ -133,6 +133,11 @@ def test_reversed_sides():
     assert [1] == window([1], 5)
 
 
+def test_a_variable_of_the_test():
+    example = [4, 5]
+    assert window(example, 1) == [4]
+
+
 @pytest.mark.parametrize("n", [1, 2])
 def test_param(n):
     assert len(window([0] * 3, n)) == n
@@ -144,6 +149,7 @@ def test_bug_report_shows_symptoms_never_the_location(tmp_path: Path) -> None:
     (tmp_path / "tests" / "test_win.py").write_text(TESTS)
     failing = [f"tests/test_win.py::{n}" for n in ("test_first_two", "test_reversed_sides")]
     failing += ["tests/test_win.py::test_param[1]", "tests/test_missing.py::test_x"]
+    failing += ["tests/test_win.py::test_a_variable_of_the_test"]  # means nothing to a user
     found = symptoms(tmp_path, failing)
     assert found == [
         "`window([1, 2, 3], 2)` should give [1, 2]",
