@@ -6,7 +6,8 @@ default), `--parallel` releases at a time, each with a wall-clock limit, and sum
 each run's `proposals.json` says: candidates, how many got past each filter (in the
 order the factory applies them), proposed tasks, and the machine time (wall and CPU of
 the whole `propose` process tree) per candidate and per proposed task. A release whose
-run finished earlier is not run again (delete its folder to redo it); one that ran out
+run finished earlier is not run again (`--rerun` runs it again, resuming what it measured;
+delete its folder to redo it); one that ran out
 of time keeps what it measured, and a rerun resumes it (the factory's own resume).
 
     python benchmarks/factory_scale.py --out /work/rec/factory-scale --max 1 --parallel 2
@@ -82,13 +83,14 @@ def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, obje
         earlier = json.loads((folder / "scale_row.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         earlier = None
-    if isinstance(earlier, dict) and earlier.get("status") == "finished":
+    if isinstance(earlier, dict) and earlier.get("status") == "finished" and not args.rerun:
         return earlier | recount(proposals(folder) or {})
     folder.mkdir(parents=True, exist_ok=True)
     argv = [
         str(Path(sys.executable).parent / "cursorbench"), "tasks", "propose", release,
         "--out", str(folder), "--max", str(args.max), "--kind", args.kind, "--jobs", "1",
         "--min-statements", str(args.min_statements),
+        *(["--rewrite-prompts"] if args.rewrite_prompts else []),
     ]  # fmt: skip
     started = time.monotonic()
     with open(folder / "propose.log", "w") as log:
@@ -185,6 +187,14 @@ def main() -> None:
     parser.add_argument("--kind", default="both")
     parser.add_argument(
         "--min-statements", type=int, default=5, help="a deletion's size floor (propose's)"
+    )
+    parser.add_argument(
+        "--rerun", action="store_true",
+        help="run finished releases again too (each resumes what it measured: new kinds, or "
+        "a newer factory's candidates)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rewrite-prompts", action="store_true", help="propose's: write prompts again"
     )
     parser.add_argument("--parallel", type=int, default=2, help="releases at once")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per release")
