@@ -15,7 +15,7 @@ EXIT_BAD_INPUT = 2
 EXIT_ALL_ERRORS = 3
 EXIT_INTERRUPTED = 130
 
-SUITE_HELP = "A bundled suite by name: smoke or v1."
+SUITE_HELP = "A bundled suite by name: smoke, v1 or v2 (under construction)."
 SuiteOption = Annotated[str | None, typer.Option("--suite", help=SUITE_HELP)]
 TasksOption = Annotated[
     list[str] | None,

@@ -50,6 +50,7 @@ from cursorbench.factory.filters import (
     cheap_failure,
     hidden_lines_failure,
     review_anchor_failure,
+    spill_safe_first,
 )
 from cursorbench.factory.followups import FollowUp, enumerate_followups
 from cursorbench.factory.measure import Job, self_test_folder
@@ -259,11 +260,11 @@ class Proposer:
                                           -len(c.removed), c.key))  # fmt: skip
             found += deletions
         if "bugs" in self.kinds:
-            found += enumerate_bugs(self.tree, testmap)
+            found += spill_safe_first(enumerate_bugs(self.tree, testmap), passing)
         if "iterate" in self.kinds:
             found += enumerate_followups(self.tree, testmap)
         if "review" in self.kinds:
-            found += enumerate_reviews(self.tree, testmap)
+            found += spill_safe_first(enumerate_reviews(self.tree, testmap), passing)
         rows: list[Proposal] = []
         entries: list[Entry] = []
         canaries: dict[tuple[str, ...], tuple[str, str] | None] = {}

@@ -404,3 +404,17 @@ def test_a_single_module_package_at_the_root_is_the_packages_code(tmp_path: Path
     names += ["examples/demo.py", "tests/helper.py", "pkg/core.py", "_version_helper.py"]
     tree = _tree(tmp_path, {name: "x = 1\n" for name in names})
     assert package_files(tree) == ["pkg/core.py", "six.py"]
+
+
+def test_bug_candidates_that_cannot_spill_are_measured_first() -> None:
+    from cursorbench.factory.bugs import BugCandidate
+    from cursorbench.factory.filters import spill_safe_first
+
+    def bug(name: str, spill: int) -> BugCandidate:
+        found = BugCandidate("m.py", [name], [], predicted_fail=["t"] * 6)
+        found.predicted_spill = [f"v{n}" for n in range(spill)]
+        return found
+
+    order = [bug("a", 50), bug("b", 1), bug("c", 40), bug("d", 0)]
+    shown = spill_safe_first(order, passing=206)  # 200 visible: a limit of 20
+    assert [c.functions[0] for c in shown] == ["b", "d", "a", "c"]
