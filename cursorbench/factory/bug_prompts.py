@@ -58,10 +58,23 @@ def _literal(node: ast.expr) -> bool:
     return True
 
 
-def _plain_call(node: ast.expr) -> bool:
-    """A call a user could type: every argument a literal (`f(example)` names a variable
-    of the test, which means nothing to the reader of the report)."""
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _plain_call(node: ast.expr, test: ast.AST) -> bool:
+    """A call a user could type: every argument a literal, and not on a variable of the
+    test (`f(example)` or `t.render()` mean nothing to the reader of the report)."""
     if not isinstance(node, ast.Call):
+        return False
+    bound = {
+        n.id for n in ast.walk(test) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    if isinstance(test, ast.FunctionDef | ast.AsyncFunctionDef):
+        bound |= {a.arg for a in [*test.args.args, *test.args.kwonlyargs]}
+    if _root(node) in bound:
         return False
     return all(_literal(arg) for arg in [*node.args, *(k.value for k in node.keywords)])
 
@@ -82,7 +95,7 @@ def symptom_of(text: str, module: ast.Module, test: str) -> str | None:
             call, want = check.left, check.comparators[0]
             if isinstance(want, ast.Call) and _literal(call):
                 call, want = want, call
-            if _plain_call(call) and _literal(want):
+            if _plain_call(call, node) and _literal(want):
                 shown, expected = _segment(text, call), _segment(text, want)
                 if shown and expected:
                     return f"`{shown}` should give {expected}"

@@ -136,6 +136,8 @@ def test_reversed_sides():
 def test_a_variable_of_the_test():
     example = [4, 5]
     assert window(example, 1) == [4]
+    win = window
+    assert win([1], 1) == [1]
 
 
 @pytest.mark.parametrize("n", [1, 2])
