@@ -76,7 +76,9 @@ def _measured(folder: Path) -> dict[str, dict[str, object]]:
     except (OSError, ValueError):
         return {}
     rows = data.get("candidates") if isinstance(data, dict) else None
-    return {str(r["task_id"]): r for r in rows or [] if isinstance(r, dict) and r.get("task_id")}
+    found = [r for r in rows or [] if isinstance(r, dict) and r.get("task_id")]
+    # a task's own row is the one that proposed it (others of its id may have failed)
+    return {str(r["task_id"]): r for r in sorted(found, key=lambda r: r.get("failed") is None)}
 
 
 def describe(folder: Path, path: Path) -> list[str]:

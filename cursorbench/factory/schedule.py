@@ -33,8 +33,9 @@ MEASURED = (
     "build", "measured_fail_to_pass", "measured_spill", "derive",
     "killed_mutants", "reference_graded",  # a testing task's (`testing_tasks`)
 )  # fmt: skip
-# Kinds made from the same candidates: a symbol one's task uses, the other's may not.
-FAMILIES = {"review": "bugs"}
+# Kinds made from the same candidates: a symbol one's task uses, the other's may not (a
+# follow-up that removes what a deletion removes is the same task with a story before it).
+FAMILIES = {"review": "bugs", "iterate": "deletion"}
 
 
 @dataclass
