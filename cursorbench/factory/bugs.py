@@ -365,4 +365,9 @@ def enumerate_bugs(tree: Path, testmap: CoverageMap) -> list[BugCandidate]:
             candidate = BugCandidate(relative, names, sorted(sites, key=lambda s: s.start), ops)
             found.append(describe_bug(candidate, testmap))
     found.sort(key=lambda c: (-len(c.predicted_fail), len(c.predicted_spill), c.key))
-    return found
+    # one candidate per key (a function's group can come up more than once, from each
+    # function it calls): keys name rows of proposals.json and task ids
+    unique: dict[str, BugCandidate] = {}
+    for candidate in found:
+        unique.setdefault(candidate.key, candidate)
+    return list(unique.values())

@@ -121,6 +121,19 @@ def test_enumerate_bugs_uses_covered_lines_only(tmp_path: Path) -> None:
     assert enumerate_bugs(tmp_path, _map([]))[:1] == []
 
 
+def test_overloaded_definitions_give_one_candidate_per_key(tmp_path: Path) -> None:
+    overloads = "import typing\n\n\n" + "".join(
+        f"@typing.overload\ndef window(items: {kind}, size: int) -> list: ...\n\n\n"
+        for kind in ("list", "tuple")
+    )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "win.py").write_text(overloads + MODULE)
+    shift = overloads.count("\n")
+    found = enumerate_bugs(tmp_path, _map([n + shift for n in (6, 8, 9, 11)]))
+    keys = [c.key for c in found]
+    assert keys and len(keys) == len(set(keys))  # three `window`s, one candidate
+
+
 TESTS = """import pytest
 from pkg.win import window
 
