@@ -108,7 +108,9 @@ import json, shlex, coverage, pytest
 root = {root!r}
 files = json.loads({files!r})
 include = [root + "/" + p for p in files]
-cov = coverage.Coverage(data_file="/tmp/.cursorbench-coverage", include=include)
+# config_file=False: the package's own settings (croniter's `omit = **/**`) would hide
+# the very lines measured
+cov = coverage.Coverage(data_file="/tmp/.cursorbench-coverage", include=include, config_file=False)
 cov.start()
 pytest.main(shlex.split({args!r}))
 cov.stop()
