@@ -173,6 +173,33 @@ def test_review_moves_only_accepted_tasks(tmp_path: Path) -> None:
         review.move_accepted(tmp_path, suite)  # never overwrites a suite's task
 
 
+def test_review_shows_each_undecided_task_as_a_reviewer_reads_it(tmp_path: Path) -> None:
+    from cursorbench.factory import review
+
+    task = {
+        "id": "p-m-f", "category": "iterate_on_feature", "prompt": "Next, `f`.",
+        "source": {"name": "p", "version": "1"},
+        "earlier_turns": [{"role": "user", "content": "I'd like e and f."},
+                          {"role": "assistant", "content": "Added e."}],
+        "mutation": {"operations": [{"op": "remove_symbol", "file": "m.py", "symbol": "f"}]},
+        "verification": {"hidden_tests": ["tests/test_m.py"]},
+    }  # fmt: skip
+    (tmp_path / "tasks").mkdir()
+    for name in ("p-m-f", "p-m-g"):
+        (tmp_path / "tasks" / f"{name}.yaml").write_text(yaml.safe_dump(task | {"id": name}))
+    rows = [
+        {"task_id": "p-m-f", "failed": "overlap"},
+        {"task_id": "p-m-f", "failed": None, "fail_to_pass": 7, "changed_lines": 40},
+    ]
+    (tmp_path / "proposals.json").write_text(json.dumps({"candidates": rows}))
+    review.record(tmp_path, "p-m-g", "accept", "")
+    assert [p.stem for p in review.pending(tmp_path)] == ["p-m-f"]
+    shown = "\n".join(review.describe(tmp_path, tmp_path / "tasks" / "p-m-f.yaml"))
+    assert "earlier user: I'd like e and f." in shown and "Next, `f`." in shown
+    assert "remove_symbol m.py f" in shown and "tests/test_m.py" in shown
+    assert "FAIL_TO_PASS 7" in shown  # the row that proposed it, not the one that failed
+
+
 class PromptWriterDouble:
     """A scripted model that answers every request with one prompt, keeping the requests."""
 
