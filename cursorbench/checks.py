@@ -543,6 +543,7 @@ def _leak_problems(built: BuiltTask) -> list[str]:
         built.hidden,
         scan_hidden_paths(built.task),
         allow=built.task.leak_allow,
+        python_env=built.python_env,  # what the task's sandboxes show, not the harness's
     )
     return [f"leak: {leak}" for leak in found[:5]]
 

@@ -8,6 +8,8 @@ import base64
 import hashlib
 import os
 import sys
+import sysconfig
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -310,3 +312,25 @@ def test_a_worker_without_the_tasks_environment_says_so(tmp_path: Path) -> None:
     job = AttemptJob(prepared, Attempt(task_id=prepared.id, epoch=0), digest="d")
     with pytest.raises(envs.EnvironmentFailed, match="is not on this worker"):
         unpack_task(job, pack_task(prepared), tmp_path / "cache")
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_validation_scans_what_the_tasks_sandboxes_show(
+    wheels: Path, cursorbench_home: Path, tmp_path: Path
+) -> None:
+    """The answer in the harness's venv, which a task with its own environment never shows:
+    no leak for that task (validation once scanned the harness's venv for every task, and
+    refused v2's mako tasks, whose package the harness has installed)."""
+    from cursorbench.checks import validate_full
+    from tests.cursorbench.sdists import EXTRA, tiny_task
+
+    built = build(tiny_task(cursorbench_home, tmp_path, environment={"requirements": [DEP]}))
+    planted = Path(sysconfig.get_paths()["purelib"]) / f"cb_planted_{uuid.uuid4().hex[:8]}.py"
+    planted.write_text(EXTRA)
+    try:
+        record = validate_full(built, "bubblewrap", perturb=False)
+    finally:
+        planted.unlink()
+    assert not [p for p in record.problems if p.startswith("leak")], record.problems
+    assert record.valid, record.problems
