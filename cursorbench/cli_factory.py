@@ -118,11 +118,21 @@ def tasks_review(
     show: Annotated[
         bool, typer.Option(help="Print each task still to decide, as a reviewer reads it.")
     ] = False,
+    drop_invalid: Annotated[
+        bool,
+        typer.Option(
+            help="FOLDER is a suite: move the tasks its validation report holds as not valid "
+            "into FOLDER/refused/, a reject with the report's reason in its review log."
+        ),
+    ] = False,
 ) -> None:
     """Accept, edit or reject proposed tasks (non-interactively); move accepted ones."""
     from cursorbench.factory import review
 
     try:
+        if drop_invalid:
+            for path in review.drop_invalid(folder):
+                console.print(f"refused {path}")
         if edit is not None:
             if not prompt:
                 raise review.ReviewError("--edit needs --prompt")

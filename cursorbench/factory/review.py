@@ -147,3 +147,29 @@ def move_accepted(folder: Path, suite: Path, suite_version: str | None = None) -
                     log.write(json.dumps(entry) + "\n")
         moved.append(Path(shutil.move(source, destination)))
     return moved
+
+
+def drop_invalid(suite: Path) -> list[Path]:
+    """Moves the suite's tasks that its validation report (`validation.json`) records as
+    not valid into `suite/refused/`, each with a reject in the suite's `review.jsonl`
+    giving the report's first problem; tasks the report does not hold stay."""
+    try:
+        data = json.loads((suite / "validation.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ReviewError(f"{suite}: no validation report to read ({error})") from None
+    refused = suite / "refused"
+    moved: list[Path] = []
+    for entry in data.get("tasks", []):
+        source = suite / "tasks" / f"{entry['id']}.yaml"
+        if entry.get("valid") or not source.is_file():
+            continue
+        problems = entry.get("problems") or ["not valid"]
+        refused.mkdir(exist_ok=True)
+        decision = {
+            "id": entry["id"], "decision": "reject", "reason": f"validation: {problems[0]}",
+            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }  # fmt: skip
+        with (suite / LOG).open("a", encoding="utf-8") as log:
+            log.write(json.dumps(decision) + "\n")
+        moved.append(Path(shutil.move(source, refused / source.name)))
+    return moved

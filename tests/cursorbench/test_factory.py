@@ -200,6 +200,23 @@ def test_review_shows_each_undecided_task_as_a_reviewer_reads_it(tmp_path: Path)
     assert "FAIL_TO_PASS 7" in shown  # the row that proposed it, not the one that failed
 
 
+def test_a_suite_drops_the_tasks_its_validation_refused(tmp_path: Path) -> None:
+    from cursorbench.factory import review
+
+    (tmp_path / "tasks").mkdir()
+    for name in ("a", "b", "c"):
+        (tmp_path / "tasks" / f"{name}.yaml").write_text(f"id: {name}\n")
+    records = [{"id": "a", "valid": True}, {"id": "b", "valid": False, "problems": ["leak: x"]}]
+    (tmp_path / "validation.json").write_text(json.dumps({"tasks": records}))
+    review.record(tmp_path, "b", "accept", "")
+    assert review.drop_invalid(tmp_path) == [tmp_path / "refused" / "b.yaml"]
+    assert sorted(p.stem for p in (tmp_path / "tasks").glob("*.yaml")) == ["a", "c"]
+    assert review.states(tmp_path)["b"] == "reject"  # c: not validated yet, stays
+    assert "validation: leak: x" in (tmp_path / "review.jsonl").read_text()
+    with pytest.raises(review.ReviewError, match="no validation report"):
+        review.drop_invalid(tmp_path / "tasks")
+
+
 class PromptWriterDouble:
     """A scripted model that answers every request with one prompt, keeping the requests."""
 
