@@ -48,7 +48,7 @@ from cursorbench.task import HarborSource
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
 from harness.executor import Executor, LocalExecutor
-from harness.home import harness_dirs
+from harness.home import harness_dirs, self_test_folder
 from harness.model import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.openai_server import OpenAIServer, Responder
 from harness.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan
@@ -383,7 +383,7 @@ def _open_sandboxes(backend: str, sandbox: SandboxPlan, warnings: list[str]) -> 
             warnings.append(f"no memory, process or disk limits per attempt: {reason}")
         if sandboxes.confined and (kill_reason := command_groups_unavailable_reason()):
             warnings.append(f"{KILL_FALLBACK_WARNING}: {kill_reason}")
-        sandboxes.self_test(cache_home() / "self-test")
+        sandboxes.self_test(self_test_folder())
     except SandboxUnavailable as error:
         raise SetupError(str(error)) from None
     return sandboxes

@@ -74,6 +74,7 @@ from cursorbench.workspace import (
 )
 from harness import canaries
 from harness.grading import grade
+from harness.home import self_test_folder
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
@@ -159,7 +160,7 @@ def package_label(built: BuiltTask) -> str:
 
 def backend_for(built: BuiltTask, backend: str) -> SandboxBackend:
     sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(scan_hidden_paths(built.task))))
-    sandboxes.self_test(cache_home() / "self-test")
+    sandboxes.self_test(self_test_folder())
     return with_python_env(sandboxes, built.python_env)
 
 

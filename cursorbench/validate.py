@@ -14,6 +14,7 @@ from pathlib import Path
 from cursorbench import answer
 from cursorbench.workspace import BuiltTask, cache_home
 from harness.grading import grade
+from harness.home import self_test_folder
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
@@ -23,7 +24,7 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     """Problems found; an empty list means the task is valid."""
     prepared = built.prepared()
     sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(prepared.secret_paths)))
-    sandboxes.self_test(cache_home() / "self-test")
+    sandboxes.self_test(self_test_folder())
     check = kind_of(built.task.verification).listed_tests(built.task.verification)
     problems: list[str] = []
     root = cache_home() / "validate"

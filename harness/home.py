@@ -28,6 +28,12 @@ def cache_home() -> Path:
     return Path(os.environ.get("CURSORBENCH_HOME", Path.home() / ".cache" / "cursorbench"))
 
 
+def self_test_folder() -> Path:
+    """The sandbox self-test's scratch, one per process: two processes testing in one
+    folder (two `tasks validate` runs at once) removed each other's workspace."""
+    return cache_home() / "self-test" / str(os.getpid())
+
+
 def build_cache() -> Path:
     """`$CURSORBENCH_BUILD_CACHE`, else the cache home."""
     shared = os.environ.get("CURSORBENCH_BUILD_CACHE")

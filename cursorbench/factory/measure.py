@@ -10,7 +10,6 @@ debugging task's bug report is made from the tests that measurably fail.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from cursorbench.factory.review_tasks import review_prompt, review_spec
 from cursorbench.loader import TaskFileError, load_task, load_task_for_derive
 from cursorbench.suites import _Literal
 from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from harness.home import self_test_folder
 from harness.kinds.registry import kind_of
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
@@ -75,12 +75,6 @@ def write_spec(path: Path, data: dict[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
     path.write_text(text, encoding="utf-8")
-
-
-def self_test_folder() -> Path:
-    """The sandbox self-test's scratch, one per process: `checks.backend_for` uses one
-    folder for all, and two processes testing at once remove each other's workspace."""
-    return cache_home() / "self-test" / f"factory-{os.getpid()}"
 
 
 def sandboxes_for(built: BuiltTask, backend: str) -> SandboxBackend:

@@ -53,7 +53,7 @@ from cursorbench.factory.filters import (
     spill_safe_first,
 )
 from cursorbench.factory.followups import FollowUp, enumerate_followups
-from cursorbench.factory.measure import Job, self_test_folder
+from cursorbench.factory.measure import Job
 from cursorbench.factory.modules import ModuleCandidate, enumerate_modules, module_importers
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.release import (
@@ -76,7 +76,7 @@ from cursorbench.factory.usages import enumerate_usages, usage_spec
 from cursorbench.sources import prepared_tree
 from cursorbench.workspace import cache_home
 from harness.envs import ensure_environment, refuse_package
-from harness.home import build_cache
+from harness.home import build_cache, self_test_folder
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.registry import with_python_env
 from harness.spec import Limits

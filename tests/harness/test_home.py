@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.home import READY_MARKER, build_once
+from harness.home import READY_MARKER, build_once, self_test_folder
 
 
 def test_build_once_fills_a_folder_once_and_marks_it_ready(tmp_path: Path) -> None:
@@ -90,3 +90,12 @@ def test_a_builder_that_dies_holding_the_lock_does_not_block_the_next(tmp_path: 
     assert done.returncode == 9
     build_once(root, "k", lambda staging: staging.mkdir())
     assert (root / READY_MARKER).read_text() == "k"
+
+
+def test_each_process_self_tests_in_a_folder_of_its_own() -> None:
+    """Two `tasks validate` runs at once once removed each other's self-test workspace."""
+    code = "from harness.home import self_test_folder; print(self_test_folder())"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert other.returncode == 0, other.stderr
+    mine = self_test_folder()
+    assert Path(other.stdout.strip()) != mine and mine.parent == Path(other.stdout.strip()).parent
