@@ -106,16 +106,32 @@ def _mentions(module: ast.Module, name: str) -> bool:
     return False
 
 
-def _imported_as(module: ast.Module, source: str, name: str) -> str | None:
-    """The local name under which `module` imports `name` from the module `source`
-    (dotted, relative imports resolved by the caller's `resolve`), or None."""
-    for node in module.body:
-        if isinstance(node, ast.ImportFrom) and node.module is not None:
-            if node.module.split(".")[-1] != source.split(".")[-1]:
-                continue
-            for alias in node.names:
-                if alias.name == name:
-                    return alias.asname or alias.name
+def _source_of(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    """The dotted module an import takes from, relative imports resolved against the
+    importing module (`importer`, dotted; a package's `__init__` is its package)."""
+    if not node.level:
+        return node.module or ""
+    parts = importer.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _imported_as(
+    module: ast.Module, importer: str, is_package: bool, source: str, name: str
+) -> str | None:
+    """The local name under which `module` (dotted `importer`) imports `name` from the
+    module `source`; "*" for a star import of it; None when it does neither."""
+    for node in ast.walk(module):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if _source_of(node, importer, is_package) != source:
+            continue
+        for alias in node.names:
+            if alias.name == "*":
+                return "*"
+            if alias.name == name:
+                return alias.asname or alias.name
     return None
 
 
@@ -159,10 +175,15 @@ def _candidate(file: str, function: str, parsed: Parsed, tree: Path) -> UsageCan
             return None
         if other == file or is_test_file(other):
             continue
-        local = _imported_as(module, dotted, function)
+        importer = dotted_module(tree, other)
+        local = _imported_as(module, importer, other.endswith("__init__.py"), dotted, function)
         if local is None:
             continue
-        more = users_in(module, dotted_module(tree, other), local)
+        if local == "*":  # what a star import brings depends on __all__ and underscores
+            if _refers(module, function):
+                return None
+            continue
+        more = users_in(module, importer, local)
         if more is None:
             return None
         users += more

@@ -139,3 +139,16 @@ def test_usage_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: P
         assert done.returncode == 0, done.stdout + done.stderr
     run = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert run["attempts"] == run["resolved"] >= 1
+
+
+def test_relative_imports_count_and_star_imports_make_no_question(tmp_path: Path) -> None:
+    views = "from .core import trim as cut\n\n\ndef one(text):\n    return cut(text)\n"
+    tree = _tree(tmp_path / "relative")
+    (tree / "pkg" / "views.py").write_text(views)
+    found = {c.function: c for c in enumerate_usages(tree, _map())}
+    assert found["trim"].users == ["pkg.core.narrow", "pkg.core.wide", "pkg.views.one"]
+    tree = _tree(tmp_path / "star")
+    (tree / "pkg" / "views.py").write_text(
+        "from pkg.core import *\n\n\ndef one(t):\n    return trim(t)\n"
+    )
+    assert "trim" not in {c.function for c in enumerate_usages(tree, _map())}
