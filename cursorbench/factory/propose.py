@@ -369,9 +369,10 @@ class Proposer:
             entries, previous, self.out / "tasks", max_tasks,
             rewrite_prompts=self.rewrite_prompts,
         )  # fmt: skip
+        # proposed by an earlier run, its file here or moved into a suite since
         scheduler.reserve(
             r for r in previous.values() if r.kind not in self.kinds and r.failed is None
-            and r.task_id and (self.out / "tasks" / f"{r.task_id}.yaml").is_file()
+            and r.task_id and r.fail_to_pass is not None
         )  # fmt: skip
 
         def write(finished: bool) -> dict[str, object]:

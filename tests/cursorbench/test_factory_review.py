@@ -133,6 +133,11 @@ def test_review_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: 
     done = subprocess.run([*bugs, "--max", "1"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.is_file()
+    # also once the review task has moved into a suite (`tasks review --move-to`)
+    path.rename(tmp_path / path.name)
+    done = subprocess.run([*bugs, "--max", "1"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (tmp_path / path.name).rename(path)
     rows = json.loads((out / "proposals.json").read_text())["candidates"]
     (review,) = [r for r in rows if r["kind"] == "review" and r["failed"] is None]
     same = [r for r in rows if r["kind"] == "bugs" and r["symbols"] == review["symbols"]]
