@@ -150,6 +150,30 @@ def describe(candidate: Candidate, testmap: CoverageMap) -> Candidate:
     return candidate
 
 
+def used_at_import(tree: Path, candidate: Candidate) -> bool:
+    """Whether code of the candidate's own module that runs at import (outside functions,
+    lambdas and the deleted definitions) reads one of its names: `_obj = PyJWS()` after
+    `class PyJWS` makes a module that no longer imports without it."""
+    try:
+        parsed = parse_module((tree / candidate.file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    names = set(candidate.names)
+    pending: list[ast.AST] = [
+        node for node in parsed.body
+        if not (isinstance(node, Definition) and node.name in names)
+    ]  # fmt: skip
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            pending.extend(node.decorator_list if not isinstance(node, ast.Lambda) else [])
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def enumerate_candidates(tree: Path, testmap: CoverageMap) -> list[Candidate]:
     """Every candidate of every measured package file, most exercised first."""
     found: list[Candidate] = []

@@ -32,6 +32,7 @@ from cursorbench.factory.candidates import (
     enumerate_candidates,
     imported_elsewhere,
     test_file,
+    used_at_import,
 )
 from cursorbench.factory.coverage_map import (
     CoverageMap,
@@ -282,6 +283,7 @@ class Proposer:
                 )
             else:
                 importers = imported_elsewhere(self.tree, candidate, files)  # sets .unexport
+                candidate.runs_at_import |= used_at_import(self.tree, candidate)
                 failure = cheap_failure(
                     candidate, test_files, passing, importers, self.min_statements
                 )

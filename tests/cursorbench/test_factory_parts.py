@@ -418,3 +418,17 @@ def test_bug_candidates_that_cannot_spill_are_measured_first() -> None:
     order = [bug("a", 50), bug("b", 1), bug("c", 40), bug("d", 0)]
     shown = spill_safe_first(order, passing=206)  # 200 visible: a limit of 20
     assert [c.functions[0] for c in shown] == ["b", "d", "a", "c"]
+
+
+def test_a_name_the_module_uses_at_import_cannot_be_deleted(tmp_path: Path) -> None:
+    from cursorbench.factory.candidates import Candidate, top_level_symbols, used_at_import
+
+    module = (
+        "class Signer:\n    pass\n\n\n_default = Signer()\n\n\n"
+        "def helper():\n    return Signer()\n\n\n@staticmethod\ndef plain():\n    return 1\n"
+    )
+    (tmp_path / "m.py").write_text(module)
+    symbols = {s.name: s for s in top_level_symbols(tmp_path, "m.py")}
+    assert used_at_import(tmp_path, Candidate("m.py", [symbols["Signer"]]))  # `_default = ...`
+    assert not used_at_import(tmp_path, Candidate("m.py", [symbols["helper"]]))
+    assert not used_at_import(tmp_path, Candidate("m.py", [symbols["plain"]]))
