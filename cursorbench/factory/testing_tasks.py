@@ -223,7 +223,11 @@ def describe_testing(
     text = (tree / module).read_text(encoding="utf-8", errors="replace")
     by_line = testmap.runs.get(module, {})
     at_import = {n for n, contexts in by_line.items() if "" in contexts}
-    chosen = pick_mutants(module_mutants(text, module, ran[module], at_import), candidate.key)
+    # only lines no test outside the file runs: the suite left in the workspace cannot
+    # kill these mutants, so neither can an agent's file that imports or copies it
+    others = {t for t in testmap.outcomes if test_file(t) != file}
+    own = {n for n in ran[module] if not by_line.get(n, set()) & others}
+    chosen = pick_mutants(module_mutants(text, module, own, at_import), candidate.key)
     candidate.sites = [site for site, _ in chosen]
     candidate.mutants = [mutant for _, mutant in chosen]
     return candidate

@@ -339,3 +339,18 @@ def test_a_testing_task_is_proposed_and_validated(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stdout + again.stderr
     resumed = json.loads((out / "proposals.json").read_text())
     assert resumed["measured_now"] == 0 and resumed["resumed"] == 1
+
+
+def test_no_mutant_where_a_test_left_in_the_workspace_runs(tmp_path: Path) -> None:
+    """The remaining suite could kill such a mutant, so an agent's file that imports or
+    copies it would too: clamp's lines, also run by the units tests, get none."""
+    testmap = _map()
+    body = RANGES.split("def overlaps")[0].splitlines()
+    clamp = [n for n in range(1, len(body) + 1) if n in testmap.runs[MODULE] and n > 3]
+    for n in clamp:
+        testmap.runs[MODULE][n] = testmap.runs[MODULE][n] | {"tests/test_units.py::test_inch"}
+    tree = _rangekit(tmp_path)
+    found = tt.enumerate_testing(tree, testmap)
+    (candidate,) = [c for c in found if c.file == "tests/test_ranges.py"]
+    assert candidate.mutants and not {s.line for s in candidate.sites} & set(clamp)
+    assert "clamp" not in candidate.functions
