@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.factory import KINDS
+from cursorbench.factory import KINDS, review
 from cursorbench.factory.bugs import BugCandidate, enumerate_bugs
 from cursorbench.factory.candidates import (
     Candidate,
@@ -371,6 +371,8 @@ class Proposer:
             entries, previous, self.out / "tasks", max_tasks,
             rewrite_prompts=self.rewrite_prompts,
         )  # fmt: skip
+        # a task accepted and moved into a suite is not proposed again
+        scheduler.moved = {i for i, state in review.states(self.out).items() if state == "accept"}
         # proposed by an earlier run, its file here or moved into a suite since
         scheduler.reserve(
             r for r in previous.values() if r.kind not in self.kinds and r.failed is None

@@ -85,6 +85,7 @@ class Scheduler:
         self.checkpoint = checkpoint  # called after each measurement (an interrupted run resumes)
         self.rewrite_prompts = rewrite_prompts  # a resumed task's prompt written again
         self.rewritten = 0
+        self.moved: set[str] = set()  # accepted tasks moved into a suite (`tasks review`)
         self.pending = list(entries)
         self.previous, self.tasks, self.max_tasks = previous, tasks, max_tasks
         self.kinds: dict[str, KindState] = {}
@@ -157,7 +158,8 @@ class Scheduler:
         assert before is not None
         if before.candidate_digest != entry.row.candidate_digest:
             return False  # the candidate changed since (a newer factory)
-        if before.failed is None and not (self.tasks / f"{before.task_id}.yaml").is_file():
+        here = (self.tasks / f"{before.task_id}.yaml").is_file()
+        if before.failed is None and not here and before.task_id not in self.moved:
             return False
         row = entry.row
         for name in ("task_id", "fail_to_pass", "pass_to_pass", "spilled", "changed_lines",

@@ -133,11 +133,19 @@ def test_review_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: 
     done = subprocess.run([*bugs, "--max", "1"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.is_file()
-    # also once the review task has moved into a suite (`tasks review --move-to`)
-    path.rename(tmp_path / path.name)
+    # also once the review task was accepted and moved into a suite: and a rerun of its
+    # own kind does not propose it again
+    suite = tmp_path / "suite"
+    accept = [*CLI, "tasks", "review", str(out), "--accept", path.stem, "--move-to", str(suite)]
+    done = subprocess.run(accept, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
     done = subprocess.run([*bugs, "--max", "1"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    (tmp_path / path.name).rename(path)
+    done = subprocess.run([*command, "--max", "1"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not path.exists() and (suite / "tasks" / path.name).is_file()
+    assert json.loads((out / "proposals.json").read_text())["measured_now"] == 0
+    (suite / "tasks" / path.name).rename(path)
     rows = json.loads((out / "proposals.json").read_text())["candidates"]
     (review,) = [r for r in rows if r["kind"] == "review" and r["failed"] is None]
     same = [r for r in rows if r["kind"] == "bugs" and r["symbols"] == review["symbols"]]
