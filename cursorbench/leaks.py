@@ -173,7 +173,8 @@ def _grep_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Leak]:
         argv = [*GREP_ARGS, "-f", listing.name, *map(str, roots)]
         done = subprocess.run(argv, capture_output=True, timeout=900)
     if done.returncode not in (0, 1):
-        raise RuntimeError(f"leak scan: grep failed ({done.stderr.decode()[:200]})")
+        why = done.stderr.decode(errors="replace")[:200] or "no message"
+        raise RuntimeError(f"leak scan: grep failed (exit {done.returncode}: {why})")
     found: dict[str, set[bytes]] = {}
     for line in done.stdout.split(b"\n"):
         name, sep, match = line.partition(b"\0")
