@@ -373,6 +373,7 @@ class TestingFacts:
     summary: str = ""  # the module docstring's first sentence
     names: list[str] = field(default_factory=list)  # public names, most tested first
     test_names: list[str] = field(default_factory=list)  # the deleted tests
+    sole: bool = True  # no other test file of the suite runs the module
 
 
 def testing_facts(
@@ -394,7 +395,12 @@ def testing_facts(
         if symbol.public and ran:
             ranked.append((-len(ran), symbol.start, symbol.name))
     names = [name for _, _, name in sorted(ranked)]
-    return TestingFacts(ident, package, dotted, candidate.file, summary, names, candidate.tests)
+    others = {t for t in testmap.outcomes if test_file(t) != candidate.file}
+    statements = testmap.statements.get(candidate.module, [])
+    sole = not testmap.tests_running(candidate.module, statements) & others
+    return TestingFacts(
+        ident, package, dotted, candidate.file, summary, names, candidate.tests, sole
+    )
 
 
 def spread(items: list[str], count: int) -> list[str]:
@@ -414,12 +420,16 @@ def testing_prompt(facts: TestingFacts) -> str:
     the task id (the same task always gets the same prompt)."""
     seed = int(hashlib.sha256(facts.task_id.encode()).hexdigest()[:8], 16)
     module, path = f"`{facts.module}`", f"`{facts.path}`"
-    parts = [_pick(seed, [
-        f"{module} has no tests at all. Could you write a pytest suite for it in {path}?",
+    openings = [
         f"Please write tests for {module}; put them in {path}.",
-        f"Nothing tests {module} right now. I'd like a proper pytest file for it at {path}.",
         f"{facts.package} is missing tests for {module}. Add them as {path}, using pytest.",
-    ])]  # fmt: skip
+    ]
+    if facts.sole:  # only then is it true that nothing else tests it
+        openings += [
+            f"{module} has no tests at all. Could you write a pytest suite for it in {path}?",
+            f"Nothing tests {module} right now. I'd like a proper pytest file for it at {path}.",
+        ]
+    parts = [_pick(seed, openings)]
     if facts.summary and (seed >> 4) % 3:
         parts.append(_pick(seed >> 6, [
             f'Its docstring sums it up: "{facts.summary}."',

@@ -298,6 +298,12 @@ def test_the_prompt_asks_like_a_user_and_varies() -> None:
     assert any("clamp below" in p for p in prompts)  # from the deleted tests' names
     assert any("Leave the library code alone." in p for p in prompts)
     assert tt.spread(list("abcdef"), 3) == ["a", "c", "e"]  # not all of one function's
+    assert any("no tests at all" in p or "Nothing tests" in p for p in prompts)
+    others = [  # other test files run the module: no prompt claims nothing tests it
+        tt.testing_prompt(tt.TestingFacts(f"t-{n}", "rangekit", "m", "tests/t.py", sole=False))
+        for n in range(16)
+    ]
+    assert not any("no tests at all" in p or "Nothing tests" in p for p in others)
 
 
 @pytest.mark.slow
