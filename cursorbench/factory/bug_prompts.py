@@ -59,7 +59,7 @@ def _literal(node: ast.expr) -> bool:
 
 
 def _root(node: ast.expr) -> str | None:
-    while isinstance(node, ast.Attribute | ast.Call):
+    while isinstance(node, ast.Attribute | ast.Call | ast.Subscript):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
 

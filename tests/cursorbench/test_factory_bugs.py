@@ -151,6 +151,8 @@ def test_a_variable_of_the_test():
     assert window(example, 1) == [4]
     win = window
     assert win([1], 1) == [1]
+    table = {"w": window}
+    assert table["w"]([2], 1) == [2]
 
 
 @pytest.mark.parametrize("n", [1, 2])
