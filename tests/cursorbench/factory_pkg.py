@@ -4,6 +4,12 @@ functions is exercised by a whole test file and by nothing else."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 from harness.home import build_cache
 from tests.cursorbench.sdists import make_sdist, place_sdist
 
@@ -127,3 +133,18 @@ def place_wordkit() -> str:
     return place_sdist(
         build_cache(), make_sdist(FILES, "wordkit-0.3", mtime=RELEASED), "wordkit-0.3.tar.gz"
     )
+
+
+def validate_then_run(tasks: Path, tmp_path: Path) -> dict[str, Any]:
+    """`tasks validate` then `cursorbench run` (the reference solver) on proposed tasks,
+    through the real CLI, each exiting 0; the run's `summary.json`."""
+    for argv in (
+        ["tasks", "validate", "--tasks", str(tasks)],
+        ["run", "--tasks", str(tasks), "--out", str(tmp_path / "run"),
+         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
+    ):  # fmt: skip
+        command = [sys.executable, "-m", "cursorbench.cli", *argv]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+    summary: dict[str, Any] = json.loads((tmp_path / "run" / "summary.json").read_text())
+    return summary

@@ -14,7 +14,7 @@ import yaml
 
 from cursorbench.factory.prompts import PromptFacts, offline_prompt, prompt_problems
 from cursorbench.factory.release import parse_requirement
-from tests.cursorbench.factory_pkg import place_wordkit
+from tests.cursorbench.factory_pkg import place_wordkit, validate_then_run
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 
@@ -95,14 +95,7 @@ def test_followups_propose_validate_and_resolve_with_the_reference(tmp_path: Pat
     task = yaml.safe_load(path.read_text())
     assert task["category"] == "iterate_on_feature"
     assert [t["role"] for t in task["earlier_turns"]] == ["user", "assistant"]
-    for argv in (
-        ["tasks", "validate", "--tasks", str(out / "tasks")],
-        ["run", "--tasks", str(out / "tasks"), "--out", str(tmp_path / "run"),
-         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
-    ):  # fmt: skip
-        done = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout + done.stderr
-    run = json.loads((tmp_path / "run" / "summary.json").read_text())
+    run = validate_then_run(out / "tasks", tmp_path)
     assert run["attempts"] == run["resolved"] >= 1
 
 

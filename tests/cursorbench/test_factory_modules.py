@@ -4,7 +4,6 @@ re-exporting by name or by star import)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.modules import enumerate_modules, module_importers
 from cursorbench.task import RemoveFile
 from harness.home import build_cache
+from tests.cursorbench.factory_pkg import validate_then_run
 from tests.cursorbench.sdists import make_sdist, place_sdist
 from tests.cursorbench.test_factory_parts import _tree
 
@@ -123,12 +123,5 @@ def test_a_module_task_is_proposed_validated_and_resolved(tmp_path: Path) -> Non
     ops = task["mutation"]["operations"]
     assert ops[0] == {"op": "remove_file", "file": "src/shapekit/shapes.py"}
     assert any(op.get("old") == "from .shapes import *\n" for op in ops[1:])
-    for argv in (
-        ["tasks", "validate", "--tasks", str(path)],
-        ["run", "--tasks", str(path), "--out", str(tmp_path / "run"),
-         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
-    ):  # fmt: skip
-        done = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout + done.stderr
-    run = json.loads((tmp_path / "run" / "summary.json").read_text())
+    run = validate_then_run(path, tmp_path)
     assert run["attempts"] == run["resolved"] == 1

@@ -17,7 +17,7 @@ from cursorbench.factory.measure import Job
 from cursorbench.factory.review_tasks import anchors, review_prompt, review_spec
 from cursorbench.factory.schedule import Entry, Scheduler
 from cursorbench.task import ReplaceText
-from tests.cursorbench.factory_pkg import place_wordkit
+from tests.cursorbench.factory_pkg import place_wordkit, validate_then_run
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 TEXT = """def f(a, b):
@@ -150,12 +150,5 @@ def test_review_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: 
     (review,) = [r for r in rows if r["kind"] == "review" and r["failed"] is None]
     same = [r for r in rows if r["kind"] == "bugs" and r["symbols"] == review["symbols"]]
     assert same and all(r["failed"] == "overlap" for r in same)  # wordkit has no other
-    for argv in (
-        ["tasks", "validate", "--tasks", str(out / "tasks")],
-        ["run", "--tasks", str(out / "tasks"), "--out", str(tmp_path / "run"),
-         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
-    ):  # fmt: skip
-        done = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout + done.stderr
-    run = json.loads((tmp_path / "run" / "summary.json").read_text())
+    run = validate_then_run(out / "tasks", tmp_path)
     assert run["attempts"] == run["resolved"] == 1

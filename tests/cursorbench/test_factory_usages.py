@@ -15,7 +15,7 @@ import yaml
 
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.usages import enumerate_usages, usage_spec
-from tests.cursorbench.factory_pkg import place_wordkit
+from tests.cursorbench.factory_pkg import place_wordkit, validate_then_run
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 CORE = '''"""Core helpers."""
@@ -130,14 +130,7 @@ def test_usage_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: P
     path = sorted((out / "tasks").glob("*-usages.yaml"))[0]
     task = yaml.safe_load(path.read_text())
     assert task["category"] == "understanding" and task["verification"]["kind"] == "answer"
-    for argv in (
-        ["tasks", "validate", "--tasks", str(out / "tasks")],
-        ["run", "--tasks", str(out / "tasks"), "--out", str(tmp_path / "run"),
-         "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
-    ):  # fmt: skip
-        done = subprocess.run([*CLI, *argv], capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, done.stdout + done.stderr
-    run = json.loads((tmp_path / "run" / "summary.json").read_text())
+    run = validate_then_run(out / "tasks", tmp_path)
     assert run["attempts"] == run["resolved"] >= 1
 
 
