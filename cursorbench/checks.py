@@ -16,7 +16,8 @@
    the visible stable tests refuses the task (the deletion breaks more than its
    feature). PASS_TO_PASS = the stable tests that still pass.
 3. Grading as an attempt is graded (canaries included): the reference solution
-   resolves; the untouched workspace and a stub raising `NotImplementedError`
+   resolves with every canary before its original and with every one after it
+   (`canary_order`); the untouched workspace and a stub raising `NotImplementedError`
    (`answer.stub_tree`) do not.
 4. Coverage: the share of the removed executable lines that the hidden tests alone
    execute on the reference solution (measured with `coverage` inside the sandbox); for
@@ -52,6 +53,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cursorbench import answer, leaks
+from cursorbench.canary_order import PLACEMENTS, exempt_problems, grade_both_placements
 from cursorbench.coverage_check import MIN_COVERAGE, coverage_share, python_lines_removed
 from cursorbench.perturb import (
     PERTURB_VERSION,
@@ -72,7 +74,7 @@ from cursorbench.workspace import (
     scan_hidden_paths,
     tree_digest,
 )
-from harness import canaries
+from harness.canaries import Placement
 from harness.grading import grade
 from harness.home import self_test_folder
 from harness.kinds.registry import kind_of
@@ -412,7 +414,7 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
         scratch = Path(folder)
         problems = _leak_problems(built) + _import_problems(built, sandboxes, scratch)
         problems += kind.workspace_problems(task.verification, built.workspace)
-        problems += _canary_problems(built)
+        problems += exempt_problems(built)
         derived = derive_tests(built, sandboxes, scratch, perturb)
         problems += derived.problems
         problems += _spec_problems(built, derived)
@@ -465,11 +467,9 @@ def _grading_problems(
 ) -> list[str]:
     prepared = built.prepared()
     problems = []
-    solved = grade(prepared, built.reference_patch, sandboxes, scratch / "ref")
+    solved = grade_both_placements(prepared, built.reference_patch, sandboxes, scratch)
     record.reference_resolved = solved.resolved
-    if not solved.resolved:
-        bad = [f"{t} {o.value}" for t, o in solved.tests.items() if o is not TestOutcome.PASSED]
-        problems.append(f"reference solution not resolved: {solved.error or bad[:3]}")
+    problems += solved.problems()
     untouched = grade(prepared, "", sandboxes, scratch / "base")
     record.untouched_resolved = untouched.resolved
     if untouched.resolved:
@@ -495,7 +495,10 @@ def graded_only_problems(
     if problems:
         return problems
     reference = answer.reference_patch(built, scratch / "ref-tree")
-    runs = [grade(prepared, reference, sandboxes, scratch / "ref") for _ in range(2)]
+    runs = [  # any canaries all before their originals, then all after (`canary_order`)
+        grade(prepared, reference, sandboxes, scratch / "ref", Placement(before))
+        for before in PLACEMENTS.values()
+    ]
     record.reference_resolved = all(run.resolved for run in runs)
     for number, run in enumerate(runs, start=1):
         if not run.resolved:
@@ -528,13 +531,6 @@ def stub_changes(built: BuiltTask) -> dict[str, str | None]:
         elif (built.workspace / path).is_file():
             changes[path] = (built.workspace / path).read_text(encoding="utf-8")
     return changes
-
-
-def _canary_problems(built: BuiltTask) -> list[str]:
-    """Hidden test files that would get no canaries at grading (`harness.canaries`)."""
-    hidden = [h for h in listed_tests(built).hidden_tests if (built.hidden / h).is_file()]
-    sources = {h: (built.hidden / h).read_text(encoding="utf-8", errors="replace") for h in hidden}
-    return canaries.canary_problems(sources) if any(h.endswith(".py") for h in sources) else []
 
 
 def _leak_problems(built: BuiltTask) -> list[str]:

@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cursorbench.cli_common import EXIT_BAD_INPUT, SuiteOption, TasksOption, console
 from harness.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cursorbench.workspace import BuiltTask
 
 tasks_app = typer.Typer(
     no_args_is_help=True,
@@ -293,17 +296,23 @@ def tasks_export(
 def tasks_derive(
     files: Annotated[list[Path], typer.Argument(help="Task files (YAML) to fill in.")],
     sandbox: Annotated[str, typer.Option(help="auto, bubblewrap or subprocess.")] = "auto",
+    lists: Annotated[
+        bool, typer.Option(help="Derive the FAIL_TO_PASS and PASS_TO_PASS lists.")
+    ] = True,
+    canaries: Annotated[
+        bool,
+        typer.Option(
+            help="Then grade the reference with every canary before, and after, its original "
+            "and write the tests that fail under one into canary_exempt."
+        ),
+    ] = True,
 ) -> None:
     """Run the pristine tree 3 times and under each perturbation, and the broken tree once,
     and write the FAIL_TO_PASS and PASS_TO_PASS lists they give into each task file (an
-    author's tool)."""
-    import tempfile
-
-    from cursorbench.checks import backend_for, derive_tests
+    author's tool); then the tests whose canaries fail the reference (`canary_exempt`)."""
     from cursorbench.loader import load_task_for_derive
-    from cursorbench.suites import write_test_lists
-    from cursorbench.workspace import BuildError, build, cache_home
-    from harness.kinds.registry import kind_of
+    from cursorbench.workspace import BuildError, build
+    from harness.kinds.registry import pytest_part
     from harness.sandbox import choose_backend
 
     backend = choose_backend(sandbox)
@@ -316,24 +325,65 @@ def tasks_derive(
             failed += 1
             console.print(f"[red]PROBLEM[/] {task.id}: cannot build: {error}")
             continue
-        root = cache_home() / "validate"
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=root) as scratch:
-            derived = derive_tests(built, backend_for(built, backend), Path(scratch))
-        failed += bool(derived.problems)
-        check = kind_of(task.verification).listed_tests(task.verification)
-        listed = (check.fail_to_pass, check.pass_to_pass) if check is not None else None
-        if derived.fail_to_pass and listed != (derived.fail_to_pass, derived.pass_to_pass):
-            write_test_lists(path, derived.fail_to_pass, derived.pass_to_pass)
-        mark = "[red]PROBLEM[/]" if derived.problems else "[green]ok[/]"
-        console.print(
-            f"{mark} {task.id}: {len(derived.fail_to_pass)} fail->pass, "
-            f"{len(derived.pass_to_pass)} pass->pass, {len(derived.spilled)} visible failing, "
-            f"{len(derived.dropped)} dropped (unstable)"
-            + "".join(f"\n    {line}" for line in derived.problems)
-        )
+        summary, problems = _derive_lists(path, built, backend) if lists else ("", [])
+        if canaries and not problems and pytest_part(task.verification) is not None:
+            exempt, order_problems = _derive_exempt(path, backend)
+            problems += order_problems
+            summary += f", {len(exempt)} exempt from canaries" if exempt else ""
+        failed += bool(problems)
+        mark = "[red]PROBLEM[/]" if problems else "[green]ok[/]"
+        console.print(f"{mark} {task.id}{summary}" + "".join(f"\n    {line}" for line in problems))
     if failed:
         raise typer.Exit(1)
+
+
+def _derive_lists(path: Path, built: BuiltTask, backend: str) -> tuple[str, list[str]]:
+    """(summary, problems) of deriving the task's lists, written into its file when they
+    changed."""
+    import tempfile
+
+    from cursorbench.checks import backend_for, derive_tests
+    from cursorbench.suites import write_test_lists
+    from cursorbench.workspace import cache_home
+    from harness.kinds.registry import pytest_part
+
+    root = cache_home() / "validate"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as scratch:
+        derived = derive_tests(built, backend_for(built, backend), Path(scratch))
+    check = pytest_part(built.task.verification)
+    listed = (check.fail_to_pass, check.pass_to_pass) if check is not None else None
+    if derived.fail_to_pass and listed != (derived.fail_to_pass, derived.pass_to_pass):
+        write_test_lists(path, derived.fail_to_pass, derived.pass_to_pass)
+    summary = (
+        f": {len(derived.fail_to_pass)} fail->pass, {len(derived.pass_to_pass)} pass->pass, "
+        f"{len(derived.spilled)} visible failing, {len(derived.dropped)} dropped (unstable)"
+    )
+    return summary, list(derived.problems)
+
+
+def _derive_exempt(path: Path, backend: str) -> tuple[list[str], list[str]]:
+    """(canary_exempt, problems) for the task file at `path` as it is now, written into it
+    when they changed (`canary_order.exempt_for_order`)."""
+    import tempfile
+
+    from cursorbench.canary_order import exempt_for_order
+    from cursorbench.checks import backend_for
+    from cursorbench.loader import load_task_for_derive
+    from cursorbench.suites import write_verification
+    from cursorbench.workspace import build, cache_home
+    from harness.kinds.registry import pytest_part
+
+    task = load_task_for_derive(path)
+    built = build(task)
+    root = cache_home() / "validate"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as scratch:
+        exempt, problems = exempt_for_order(built, backend_for(built, backend), Path(scratch))
+    check = pytest_part(task.verification)
+    if check is not None and exempt != sorted(check.canary_exempt):
+        write_verification(path, {"canary_exempt": exempt})
+    return exempt, problems
 
 
 @tasks_app.command("stats")

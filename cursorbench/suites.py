@@ -107,10 +107,17 @@ yaml.SafeDumper.add_representer(_Literal, _literal)
 
 def write_test_lists(path: Path, fail_to_pass: list[str], pass_to_pass: list[str]) -> None:
     """Writes the derived FAIL_TO_PASS/PASS_TO_PASS lists into a task file (YAML)."""
+    write_verification(path, {"fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass})
+
+
+def write_verification(path: Path, fields: dict[str, list[str]]) -> None:
+    """Sets derived fields of a task file's `verification` (YAML); an empty list is left
+    out where the file does not have the field."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     check = data.setdefault("verification", {})
-    check["fail_to_pass"] = fail_to_pass
-    check["pass_to_pass"] = pass_to_pass
+    for name, value in fields.items():
+        if value or name in check:
+            check[name] = value
     if isinstance(data.get("prompt"), str) and "\n" in data["prompt"]:
         data["prompt"] = _Literal(data["prompt"])
     text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)

@@ -3,7 +3,8 @@
 For a built task: the reference solution passes every FAIL_TO_PASS and
 PASS_TO_PASS test; the mutated workspace fails every FAIL_TO_PASS test and
 passes every PASS_TO_PASS test; and each check gives the same answer every
-time it is repeated. Grading runs exactly as it does for an attempt.
+time it is repeated, the repeats alternating every canary before its original and
+every one after it. Grading runs exactly as it does for an attempt.
 """
 
 from __future__ import annotations
@@ -13,11 +14,18 @@ from pathlib import Path
 
 from cursorbench import answer
 from cursorbench.workspace import BuiltTask, cache_home
+from harness.canaries import Placement
 from harness.grading import grade
 from harness.home import self_test_folder
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
+
+
+def _draw(run: int) -> Placement:
+    """Run 1 grades with every canary before its original, run 2 with every one after it,
+    and so on: grading may draw either (`cursorbench.canary_order`)."""
+    return Placement(before=run % 2 == 0, seed=run)
 
 
 def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
@@ -33,7 +41,7 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
         with tempfile.TemporaryDirectory(dir=root) as scratch:
             reference = answer.reference_patch(built, Path(scratch) / "ref-tree")
             for run in range(repeat):
-                solved = grade(prepared, reference, sandboxes, Path(scratch) / "ref")
+                solved = grade(prepared, reference, sandboxes, Path(scratch) / "ref", _draw(run))
                 unsolved = grade(prepared, "", sandboxes, Path(scratch) / "base")
                 if not solved.resolved:
                     problems.append(f"run {run + 1}: reference solution: {solved.error}")
@@ -42,7 +50,8 @@ def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
         return problems
     with tempfile.TemporaryDirectory(dir=root) as scratch:
         for run in range(repeat):
-            solved = grade(prepared, built.reference_patch, sandboxes, Path(scratch) / "ref")
+            ref = Path(scratch) / "ref"
+            solved = grade(prepared, built.reference_patch, sandboxes, ref, _draw(run))
             unsolved = grade(prepared, "", sandboxes, Path(scratch) / "base")
             label = f"run {run + 1}:"
             for test, outcome in solved.tests.items():

@@ -24,6 +24,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cursorbench import leaks
 from cursorbench.sources import PREPARE_VERSION, SourceError, prepared_tree
@@ -156,11 +157,16 @@ def tree_digest(root: Path) -> str:
 
 def digested_json(task: Task) -> str:
     """The task file as its digest reads it: `released` is no build input, and an absent
-    `environment` and no `earlier_turns` are left out, so tasks written before them keep
-    their digests."""
-    unset = {"environment"} if task.environment is None else set()
-    unset |= set() if task.earlier_turns else {"earlier_turns"}
-    return task.model_dump_json(exclude={"released", *unset})
+    `environment`, no `earlier_turns` and no `canary_exempt` are left out, so tasks
+    written before them keep their digests."""
+    unset: dict[str, Any] = {"released": True}
+    if task.environment is None:
+        unset["environment"] = True
+    if not task.earlier_turns:
+        unset["earlier_turns"] = True
+    if not getattr(task.verification, "canary_exempt", None):
+        unset["verification"] = {"canary_exempt"}
+    return task.model_dump_json(exclude=unset)
 
 
 def task_digest(task: Task) -> str:

@@ -15,6 +15,13 @@ tests taking fixtures), then at random:
   under a name made of the module's own words;
 - it sits right before or right after its original, at random, in the same class.
 
+A canary runs its original's prefix, so a test whose prefix changes state outside itself
+(patches a module, registers a handler) can fail an honest solution when its canary ran
+first. Validation grades the reference with a canary for every test, each before its
+original, and again with each after it (`Placement`: grading may draw either); a test
+that fails under one is named, and the task lists it in `canary_exempt` (it carries no
+canary) or is refused.
+
 So a canary and its original are symmetric: two tests one literal apart, either of which
 may be the real one, and a detector of "near-copy of an earlier test" picks the real test as
 often as the canary. Nothing but the two of them differs, and no literal-vs-literal test is
@@ -59,6 +66,20 @@ _EQUAL_METHODS = {
     "assertSetEqual", "assertMultiLineEqual", "assertSequenceEqual", "failUnlessEqual",
 }  # fmt: skip
 _WORDS = ("parse", "render", "value", "empty", "basic", "edge", "mixed", "order", "round", "keys")
+
+
+class Placement(random.Random):
+    """A draw that gives every test that can carry a canary one (not `PER_MODULE` per
+    module), each before its original (`before`) or each after it, instead of at random:
+    validation grades the reference under both, the worst cases of any grading's draw."""
+
+    def __init__(self, before: bool, seed: int = 0) -> None:
+        super().__init__(seed)
+        self.before = before
+
+
+def _goes_before(rng: random.Random) -> bool:
+    return rng.before if isinstance(rng, Placement) else rng.random() < 0.5
 
 
 @dataclass(frozen=True)
@@ -448,8 +469,11 @@ def _parsed_lines(text: str) -> tuple[ast.Module, list[bytes]] | None:
     return module, lines
 
 
-def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, str]]] | None:
-    """The module with canaries, and (canary, original) node names; None if it has none."""
+def _plant_module(
+    text: str, rng: random.Random, exempt: frozenset[str] = frozenset()
+) -> tuple[str, list[tuple[str, str]]] | None:
+    """The module with canaries, and (canary, original) node names; None if it has none.
+    `exempt`: node names ("test_x", "TestC::test_x") that carry none."""
     parsed = _parsed_lines(text)
     if parsed is None:
         return None
@@ -457,8 +481,10 @@ def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, s
     taken = {n.name for n in ast.walk(module) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     insertions: list[tuple[int, str]] = []
     pairs: list[tuple[str, str]] = []
-    for test in _pick(list(_tests(module, rng)), rng):
-        if len(pairs) == PER_MODULE:
+    candidates = [t for t in _tests(module, rng) if t.prefix + t.node.name not in exempt]
+    limit = len(candidates) if isinstance(rng, Placement) else PER_MODULE
+    for test in _pick(candidates, rng):
+        if len(pairs) == limit:
             break
         name = _name(rng, taken, test.node.name)
         first, last, copy = _copy(lines, test, name, rng)
@@ -466,7 +492,7 @@ def _plant_module(text: str, rng: random.Random) -> tuple[str, list[tuple[str, s
             continue
         taken.add(name)
         gap = "\n" * max(_gap(lines, first), 2 if not test.prefix else 1)
-        if rng.random() < 0.5:  # before the original (after its own leading gap)
+        if _goes_before(rng):  # before the original (after its own leading gap)
             insertions.append((first - 1, copy + gap))
         else:
             insertions.append((last, gap + copy))
@@ -512,15 +538,24 @@ def swapped(sources: dict[str, str], rng: random.Random) -> dict[str, str]:
     return found
 
 
-def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
-    """Canaries for hidden test modules given as {relative path: text}."""
+def _exempt_in(exempt: frozenset[str], path: str) -> frozenset[str]:
+    """The node names within module `path` of the exempt test ids ("path::TestC::test_x")."""
+    return frozenset(e.removeprefix(f"{path}::") for e in exempt if e.startswith(f"{path}::"))
+
+
+def plant(
+    sources: dict[str, str], rng: random.Random, exempt: frozenset[str] = frozenset()
+) -> Canaries:
+    """Canaries for hidden test modules given as {relative path: text}; `exempt`: test ids
+    ("path::test_x", "path::TestC::test_x") whose prefix changes state a copy of it would
+    share (validation names them), which carry none."""
     files: dict[str, str] = {}
     names: dict[str, list[str]] = {}
     originals: dict[str, str] = {}
     for path in sorted(sources):
         if not path.endswith(".py"):
             continue
-        planted = _plant_module(sources[path], rng)
+        planted = _plant_module(sources[path], rng, _exempt_in(exempt, path))
         if planted is None:
             continue
         files[path], pairs = planted
@@ -529,13 +564,14 @@ def plant(sources: dict[str, str], rng: random.Random) -> Canaries:
     return Canaries(files, names, originals)
 
 
-def canary_problems(sources: dict[str, str]) -> list[str]:
+def canary_problems(sources: dict[str, str], exempt: frozenset[str] = frozenset()) -> list[str]:
     """Why hidden tests given as {relative path: text} would get no canaries at grading
     (validation refuses such a task: nothing would tell a forged report from a real one)."""
     modules = {path: text for path, text in sources.items() if path.endswith(".py")}
     if not modules:
         return ["no hidden test module: grading could plant no canaries"]
-    if any(_plant_module(text, random.Random(0)) for text in modules.values()):
+    draw = random.Random(0)
+    if any(_plant_module(t, draw, _exempt_in(exempt, p)) for p, t in modules.items()):
         return []
     return [
         "the hidden tests get no canaries: no test compares a value to a literal in "

@@ -51,6 +51,11 @@ class Verification(Frozen):
         default_factory=lambda: list(DEFAULT_PROTECTED_PATHS),
         description="Globs of test files and runner config restored from the task before grading.",
     )
+    canary_exempt: list[str] = Field(
+        default_factory=list,
+        description="Hidden test ids ('path::test_x', 'path::TestC::test_x') that carry no "
+        "canary: a copy of each changes state the test reads (validation names them).",
+    )
 
 
 class PytestKind:

@@ -152,7 +152,7 @@ def _overlay(
         for name in check.hidden_tests
         if (task.hidden_dir / name).is_file()
     }
-    planted = canaries.plant(sources, rng)
+    planted = canaries.plant(sources, rng, frozenset(check.canary_exempt))
     for name, text in planted.files.items():
         (folder / name).write_text(text, encoding="utf-8")
     if pytest_config(task.workspace) is None:

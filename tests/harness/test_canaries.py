@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from harness.canaries import PER_MODULE, Canaries, canary_problems, plant
+from harness.canaries import PER_MODULE, Canaries, Placement, canary_problems, plant
 from harness.kinds.testrun import judge
 from harness.results import Failure
 from harness.sandbox.process import Completed
@@ -279,3 +279,72 @@ def test_modules_that_do_not_parse_or_compare_nothing_to_a_literal_get_none() ->
     assert canary_problems(sources) and "get no canaries" in canary_problems(sources)[0]
     assert canary_problems({"notes.txt": "x"}) != []
     assert canary_problems({"test_calc.py": MODULE}) == []
+
+
+def sides_of(planted: Canaries) -> set[bool]:
+    """For each canary in test_calc.py: whether it sits before its original."""
+    text = planted.files["test_calc.py"]
+    names = [line.split("def ")[1].split("(")[0] for line in text.splitlines() if "def " in line]
+    return {
+        names.index(o.split("::")[-1]) > names.index(c.split("::")[-1])
+        for c, o in originals(planted).items()
+    }
+
+
+def test_a_placement_puts_every_canary_before_or_every_one_after_its_original() -> None:
+    for seed in range(5):
+        assert sides_of(plant({"test_calc.py": MODULE}, Placement(True, seed))) == {True}
+        assert sides_of(plant({"test_calc.py": MODULE}, Placement(False, seed))) == {False}
+
+
+def test_an_exempt_test_carries_no_canary_and_its_module_still_gets_some() -> None:
+    exempt = frozenset({"test_calc.py::test_add", "test_calc.py::CalcTests::test_unit"})
+    for seed in range(10):
+        planted = plant({"test_calc.py": MODULE}, random.Random(seed), exempt)
+        assert not set(originals(planted).values()) & {"test_add", "CalcTests::test_unit"}
+        assert len(originals(planted)) == PER_MODULE
+
+
+def test_a_module_whose_every_test_is_exempt_has_no_canaries() -> None:
+    module = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    exempt = frozenset({"test_calc.py::test_add"})
+    assert plant({"test_calc.py": module}, random.Random(0), exempt).names == {}
+    assert canary_problems({"test_calc.py": module}) == []
+    assert canary_problems({"test_calc.py": module}, exempt) != []
+
+
+STATEFUL = textwrap.dedent(
+    """
+    import calc
+
+
+    def test_patch_then_read():
+        original = calc.add
+        calc.add = lambda a, b: original(a, b) * 2  # state outside the test, never undone
+        assert calc.add(1, 2) == 6
+
+
+    def test_plain():
+        assert calc.name() == "calc"
+    """
+)
+
+
+def test_a_test_that_changes_module_state_fails_honest_code_only_when_its_canary_runs_first(
+    tmp_path: Path,
+) -> None:
+    """Why validation grades the reference under both placements: the canary's copy of the
+    patch runs too, so the original then sees the module patched twice."""
+    outcome = {}
+    for before in (True, False):
+        planted = plant({"test_calc.py": STATEFUL}, Placement(before))
+        assert "test_patch_then_read" in originals(planted).values()
+        output = run_pytest(tmp_path, CALC, planted.files["test_calc.py"])
+        outcome[before] = "PASSED test_calc.py::test_patch_then_read" in output
+    assert outcome == {True: False, False: True}
+    exempt = frozenset({"test_calc.py::test_patch_then_read"})
+    for before in (True, False):
+        planted = plant({"test_calc.py": STATEFUL}, Placement(before), exempt)
+        output = run_pytest(tmp_path, CALC, planted.files["test_calc.py"])
+        assert "PASSED test_calc.py::test_patch_then_read" in output, output
+        assert originals(planted) and set(originals(planted).values()) == {"test_plain"}

@@ -1,0 +1,83 @@
+"""A hidden test that changes module state: validation refuses its task under both canary
+placements, `tasks derive` lists it in `canary_exempt`, and the task is then valid and its
+reference resolves at every grading (cursorbench/canary_order.py)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cursorbench.canary_order import exempt_problems
+from cursorbench.checks import backend_for, validate_full
+from cursorbench.loader import load_task_for_derive
+from cursorbench.workspace import build
+from harness.grading import grade
+from harness.sandbox import choose_backend
+from harness.spec import pytest_part
+from tests.cli_runner import cursorbench
+from tests.cursorbench.sdists import FILES, tiny_task
+
+# test_vowels wraps the module's function and never undoes it: a canary copy of it that
+# runs first wraps it once more, so the original then counts twice as many vowels.
+STATEFUL = FILES["tests/test_extra.py"].replace(
+    "def test_vowels():\n    assert extra.count_distinctive_vowels_in_text('Banana') == 3\n",
+    "def test_vowels():\n"
+    "    counted = extra.count_distinctive_vowels_in_text\n"
+    "    extra.count_distinctive_vowels_in_text = lambda text: counted(text) * 2\n"
+    "    assert extra.count_distinctive_vowels_in_text('Banana') == 6\n",
+)
+VOWELS = "tests/test_extra.py::test_vowels"
+
+
+def write_task(home: Path, folder: Path) -> Path:
+    assert STATEFUL != FILES["tests/test_extra.py"]
+    task = tiny_task(home, folder, FILES | {"tests/test_extra.py": STATEFUL})
+    data = task.model_dump(mode="json", exclude_none=True, exclude={"path"})
+    path = folder / "task.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_a_stateful_hidden_test_is_found_exempted_by_derive_and_then_valid(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    path = write_task(cursorbench_home, tmp_path / "task")
+    record = validate_full(build(load_task_for_derive(path)), choose_backend("auto"))
+    assert not record.valid and not record.reference_resolved
+    assert any(
+        VOWELS in p and "only when every canary runs before its original" in p
+        for p in record.problems
+    ), record.problems
+
+    done = cursorbench("tasks", "derive", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 exempt from canaries" in done.stdout
+    check = pytest_part(load_task_for_derive(path).verification)
+    assert check is not None and check.canary_exempt == [VOWELS]
+
+    built = build(load_task_for_derive(path))
+    assert exempt_problems(built) == []
+    record = validate_full(built, choose_backend("auto"))
+    assert record.valid, record.problems
+    sandboxes = backend_for(built, choose_backend("auto"))
+    for seed in range(4):  # random placements at grading: the reference resolves at each
+        report = grade(built.prepared(), built.reference_patch, sandboxes,
+                       tmp_path / f"g{seed}", random.Random(seed))  # fmt: skip
+        assert report.resolved, (report.error, report.tests)
+
+
+def test_an_exempt_entry_outside_the_hidden_modules_is_a_problem(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    task = tiny_task(cursorbench_home, tmp_path)
+    check = pytest_part(task.verification)
+    assert check is not None
+    wrong = check.model_copy(update={"canary_exempt": ["tests/test_core.py::test_double"]})
+    built = build(task.model_copy(update={"verification": wrong}))
+    assert exempt_problems(built) == [
+        "canary_exempt names tests/test_core.py::test_double, which is in no hidden test module"
+    ]
