@@ -33,7 +33,7 @@ VOWELS = "tests/test_extra.py::test_vowels"
 
 
 def write_task(home: Path, folder: Path) -> Path:
-    assert STATEFUL != FILES["tests/test_extra.py"]
+    assert FILES["tests/test_extra.py"] != STATEFUL
     task = tiny_task(home, folder, FILES | {"tests/test_extra.py": STATEFUL})
     data = task.model_dump(mode="json", exclude_none=True, exclude={"path"})
     path = folder / "task.yaml"
