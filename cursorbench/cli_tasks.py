@@ -310,7 +310,7 @@ def tasks_derive(
     """Run the pristine tree 3 times and under each perturbation, and the broken tree once,
     and write the FAIL_TO_PASS and PASS_TO_PASS lists they give into each task file (an
     author's tool); then the tests whose canaries fail the reference (`canary_exempt`)."""
-    from cursorbench.loader import load_task_for_derive
+    from cursorbench.loader import TaskFileError, load_task_for_derive
     from cursorbench.workspace import BuildError, build
     from harness.kinds.registry import pytest_part
     from harness.sandbox import choose_backend
@@ -318,7 +318,15 @@ def tasks_derive(
     backend = choose_backend(sandbox)
     failed = 0
     for path in files:
-        task = load_task_for_derive(path)
+        try:
+            task = load_task_for_derive(path)
+        except TaskFileError as error:
+            failed += 1
+            console.print(f"[red]PROBLEM[/] {error}")
+            continue
+        if pytest_part(task.verification) is None:
+            console.print(f"[green]ok[/] {task.id}: graded without test lists, nothing to derive")
+            continue
         try:
             built = build(task)
         except BuildError as error:
@@ -326,7 +334,7 @@ def tasks_derive(
             console.print(f"[red]PROBLEM[/] {task.id}: cannot build: {error}")
             continue
         summary, problems = _derive_lists(path, built, backend) if lists else ("", [])
-        if canaries and not problems and pytest_part(task.verification) is not None:
+        if canaries and not problems:
             exempt, order_problems = _derive_exempt(path, backend)
             problems += order_problems
             summary += f", {len(exempt)} exempt from canaries" if exempt else ""

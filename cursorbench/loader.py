@@ -54,9 +54,13 @@ def load_task(path: Path) -> Task:
     return task.model_copy(update={"path": path.resolve()})
 
 
+LISTED_KINDS = ("pytest", "docs")  # task-file kinds whose FAIL_TO_PASS lists are derived
+
+
 def load_task_for_derive(path: Path) -> Task:
     """A task file whose test lists may still be empty (an author's draft): a placeholder
-    FAIL_TO_PASS test lets it load so that the lists can be derived."""
+    FAIL_TO_PASS test lets it load so that the lists can be derived (other kinds load as
+    they are)."""
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), SafeLoader)
     except (OSError, yaml.YAMLError) as error:
@@ -64,7 +68,8 @@ def load_task_for_derive(path: Path) -> Task:
     if not isinstance(data, dict):
         raise TaskFileError(f"{path}: expected a mapping of task fields at the top level")
     check = data.setdefault("verification", {})
-    if isinstance(check, dict) and not check.get("fail_to_pass"):
+    listed = isinstance(check, dict) and check.get("kind", "pytest") in LISTED_KINDS
+    if listed and not check.get("fail_to_pass"):
         check["fail_to_pass"] = ["placeholder"]
     try:
         task = Task.model_validate(data)

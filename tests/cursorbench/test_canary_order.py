@@ -13,6 +13,7 @@ import yaml
 from cursorbench.canary_order import exempt_problems
 from cursorbench.checks import backend_for, validate_full
 from cursorbench.loader import load_task_for_derive
+from cursorbench.suites import suite_path
 from cursorbench.workspace import build
 from harness.grading import grade
 from harness.sandbox import choose_backend
@@ -81,3 +82,15 @@ def test_an_exempt_entry_outside_the_hidden_modules_is_a_problem(
     assert exempt_problems(built) == [
         "canary_exempt names tests/test_core.py::test_double, which is in no hidden test module"
     ]
+
+
+def test_derive_skips_a_task_without_lists_and_goes_on_past_a_bad_file(tmp_path: Path) -> None:
+    review = next(suite_path("v2").glob("tasks/*-review.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("id: [unclosed\n", encoding="utf-8")
+    before = review.read_text(encoding="utf-8")
+    done = cursorbench("tasks", "derive", "--no-lists", str(bad), str(review))
+    assert done.returncode == 1
+    assert f"PROBLEM {bad}: cannot read" in done.stdout
+    assert "graded without test lists, nothing to derive" in done.stdout
+    assert review.read_text(encoding="utf-8") == before
