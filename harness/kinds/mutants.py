@@ -10,8 +10,8 @@
    - `equivalent`: the same code compiled with a behaviour-preserving change (an unused
      local, a random name and value, at a random place in each function), so tests
      that fingerprint the bytecode or the compiled file instead of the behaviour fail;
-   - one per mutant: killed when any test fails or errors, the run times out, or it
-     writes no report.
+   - one per mutant: killed when any test fails or errors, the run times out or reaches
+     a resource limit (memory, processes, disk), or it writes no report.
 3. Every variant is presented identically: the `.py` files on disk are the original
    text in every run, and the variant's code runs from a compiled file laid beside
    them (`__pycache__`, an unchecked hash-based pyc, which Python loads without
@@ -308,6 +308,26 @@ def judge_mutants(
     return True, None, tests, score, None
 
 
+def _run_or_limit(
+    name: str,
+    task: PreparedTask,
+    backend: SandboxBackend,
+    scratch: Path,
+    files: dict[str, bytes],
+    patch: str,
+    test_paths: list[str],
+) -> Completed:
+    """A variant's run; a mutant whose run reached a resource limit (its code exhausts
+    memory, say, where the original's does not) is killed, as one that runs past the time
+    limit is. On a control the limit is the tests' own: raised."""
+    try:
+        return run_variant(task, backend, scratch, files, patch, test_paths)
+    except ResourceLimitExceeded as limit:
+        if name in (ORIGINAL, EQUIVALENT):
+            raise
+        return Completed(None, f"the run reached a resource limit: {limit}", 0.0)
+
+
 def grade_mutants(
     task: PreparedTask,
     check: MutantsVerification,
@@ -330,7 +350,9 @@ def grade_mutants(
     runs: dict[str, Completed] = {}
     try:
         for name, files in laid.items():
-            runs[name] = run_variant(task, backend, scratch / name, files, change, test_paths)
+            runs[name] = _run_or_limit(
+                name, task, backend, scratch / name, files, change, test_paths
+            )
             minimum = check.min_tests if name == ORIGINAL else 1
             if name in (ORIGINAL, EQUIVALENT) and _control_problem(name, runs[name], minimum):
                 break  # a control failed: the mutants cannot change the verdict

@@ -26,7 +26,8 @@ from harness.kinds.mutants import (
     variants,
 )
 from harness.results import TestOutcome
-from harness.sandbox import choose_backend, open_backend
+from harness.sandbox import SandboxSettings, choose_backend, open_backend
+from harness.sandbox.limits import ResourceLimits, cgroups_available
 from harness.sandbox.process import Completed
 from harness.spec import MutantsVerification
 
@@ -284,3 +285,26 @@ def test_red_team_testing_task(built_tests_task, tmp_path: Path) -> None:
     }
     report = graded(built, rigged, tmp_path / "rigged")
     assert not report.resolved and "textkit/slug.py" in report.dropped
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not cgroups_available(), reason="no cgroups here: no memory limit to reach")
+def test_a_mutant_that_exhausts_memory_is_killed_not_a_failed_grading(tmp_path: Path) -> None:
+    hog = {
+        "id": "hog",
+        "file": "textkit/slug.py",
+        "old": "if lowercase:",
+        "new": "if [0] * (1 << 30):",
+    }
+    data = MUTANTS_TASK | {"verification": MUTANTS_TASK["verification"] | {
+        "mutants": [*MUTANTS_TASK["verification"]["mutants"], hog]}}  # fmt: skip
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(data))
+    built = build(Task.model_validate(data).model_copy(update={"path": path}), scan=False)
+    patch = answer.patch_for(built.workspace, answer.reference_tree(built), tmp_path / "tree")
+    small = SandboxSettings(limits=ResourceLimits(memory_bytes=384 << 20, disk_bytes=64 << 20))
+    backend = open_backend(choose_backend("auto"), small)
+    report = grade(built.prepared(), patch, backend, tmp_path / "grade", random.Random(0))
+    assert report.resolved, report.error  # 8 GiB of list on a 384 MiB sandbox: killed
+    assert report.tests["mutant:hog"] is TestOutcome.PASSED
+    assert report.scores["mutation_score"].value == 1.0
