@@ -15,7 +15,7 @@ Kinds of task (`--kind`): `deletion` (new_feature), `bugs` (debugging), `iterate
 # `--kind` values and the kinds each proposes
 KINDS: dict[str, tuple[str, ...]] = {
     "deletion": ("deletion",), "bugs": ("bugs",), "iterate": ("iterate",),
-    "review": ("review",), "testing": ("testing",), "usages": ("usages",),
+    "review": ("review",), "testing": ("testing",), "usages": ("usages",), "docs": ("docs",),
     "both": ("deletion", "bugs"),
-    "all": ("deletion", "bugs", "iterate", "review", "testing", "usages"),
+    "all": ("deletion", "bugs", "iterate", "review", "testing", "usages", "docs"),
 }  # fmt: skip

@@ -136,7 +136,12 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
         return done
     if job.review is not None:
         return _write_review(job, data, done, derived.fail_to_pass)
-    if job.earlier is not None and job.facts is not None:  # a follow-up: written offline
+    if job.kind == "docs":  # the names whose doctests are stable, and their prompt
+        from cursorbench.factory.docs_tasks import keep_measured, measured_prompt
+
+        keep_measured(data, derived.fail_to_pass)
+        prompt, done.prompt_writer = measured_prompt(data, job.key, job.module), "offline"
+    elif job.earlier is not None and job.facts is not None:  # a follow-up: written offline
         data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
         done.prompt_writer = "offline"
     else:

@@ -42,6 +42,7 @@ from cursorbench.factory.coverage_map import (
     save,
     test_args_for,
 )
+from cursorbench.factory.docs_tasks import DocsCandidate, docs_entries, docs_spec
 from cursorbench.factory.filters import (
     FILTERS,
     MIN_STATEMENTS,
@@ -306,6 +307,12 @@ class Proposer:
             more, waiting = self.usage_entries(testmap)
             rows, entries = rows + more, entries + waiting
             self.ids |= {row.task_id for row in more if row.task_id}
+        if "docs" in self.kinds:
+            more, waiting, ids = docs_entries(
+                self.tree, testmap, self.release.source.name,
+                lambda c, ident: self.docs_job(c, ident, testmap),
+            )  # fmt: skip
+            rows, entries, self.ids = rows + more, entries + waiting, self.ids | ids
         if "testing" in self.kinds:
             more, waiting, ids = testing_entries(
                 self.tree, testmap, files, self.release.source.name,
@@ -340,6 +347,16 @@ class Proposer:
             rows.append(row)
             entries.append(Entry(row, {(candidate.file, candidate.function)}, _returns(job)))
         return rows, entries
+
+    def docs_job(self, candidate: DocsCandidate, ident: str, testmap: CoverageMap) -> Job:
+        """A documentation candidate's measurement: derived as a deletion is (`docs_tasks`)."""
+        hidden = set(candidate.hidden_files)
+        visible = sum(1 for t in testmap.passing() if test_file(t) not in hidden)
+        return Job(
+            key=candidate.key, kind="docs", path=self.out / "tasks" / f"{ident}.yaml",
+            data=docs_spec(self.release, candidate, ident, self.environment),
+            backend=self.backend, visible=visible, tree=self.tree, module=candidate.module,
+        )  # fmt: skip
 
     def testing_job(self, candidate: TestingCandidate, ident: str, testmap: CoverageMap) -> Job:
         """A testing candidate's measurement (`testing_tasks`), its prompt written offline."""

@@ -1,0 +1,319 @@
+"""Documentation tasks (`--kind docs`): a module's docstring examples removed, asked back.
+
+A candidate is a package module with at least `MIN_DOCUMENTED` public functions, classes
+or methods whose docstrings hold doctest examples (`>>>`). The mutation removes the
+examples from those docstrings (each example's `>>>` and `...` lines, its expected
+output, and an `Examples:` heading left with nothing under it), one `replace_text` per
+docstring; the rest of each docstring stays. The task is graded by the `docs` kind:
+FAIL_TO_PASS are the module's doctest items for those names (`--doctest-modules`), and
+at grading each name's examples must call it (`harness/kinds/docs.py`). The test file
+that runs the module most is hidden (its tests keep behaviour fixed and carry the
+canaries), as v1's documentation tasks do.
+
+Measuring derives the lists as for a deletion; a name whose doctest is not stable on the
+pristine tree is dropped from the task (`keep_measured`), and fewer than
+`MIN_DOCUMENTED` left fails the candidate. A module with many documented names gives
+tasks of at most `MAX_DOCUMENTED` names each, in source order, at most `MAX_PER_MODULE`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cursorbench.factory.candidates import test_file
+from cursorbench.factory.coverage_map import CoverageMap, dotted_module, package_files
+from cursorbench.factory.filters import Proposal, canary_failure
+from cursorbench.factory.measure import Job
+from cursorbench.factory.release import Release, base_spec
+from cursorbench.factory.schedule import Entry
+from harness.pyast import parse_module
+
+MIN_DOCUMENTED = 5
+MAX_DOCUMENTED = 12
+MAX_PER_MODULE = 2
+_HEADING = re.compile(r"^\s*(examples?|example usage|usage|for example)\s*:{0,2}\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Documented:
+    name: str  # "f", "C" or "C.method": what the docs kind's probe runs
+    old: str  # the docstring literal as the source has it
+    new: str  # the same literal without its examples
+    lines: range  # where the definition sits
+
+
+@dataclass
+class DocsCandidate:
+    key: str
+    file: str
+    module: str  # dotted
+    documented: list[Documented]
+    hidden_files: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return [d.name for d in self.documented]
+
+    def item(self, name: str) -> str:
+        """The pytest doctest item of a name's docstring."""
+        return f"{self.file}::{self.module}.{name}"
+
+
+def _example_lines(lines: list[str]) -> set[int]:
+    """Indexes of the lines that belong to doctest examples: `>>>` lines, their `...`
+    continuations and their expected output (up to a blank line or the next `>>>`)."""
+    found: set[int] = set()
+    in_example = False
+    for at, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(">>>"):
+            in_example = True
+        elif not stripped:
+            in_example = False
+        if in_example:
+            found.add(at)
+    return found
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _empty_headings(lines: list[str], examples: set[int]) -> set[int]:
+    """Headings (`Examples:`, `Usage::`) whose section holds examples and nothing else."""
+    found: set[int] = set()
+    for at, line in enumerate(lines):
+        if not _HEADING.match(line):
+            continue
+        section = []
+        for later in range(at + 1, len(lines)):
+            text = lines[later]
+            if text.strip() and later not in examples and _indent(text) <= _indent(line):
+                break
+            if text.strip():
+                section.append(later)
+        if section and all(index in examples for index in section):
+            found.add(at)
+    return found
+
+
+def without_examples(docstring: str) -> str:
+    """The docstring's text with its doctest examples removed (`_example_lines`), a
+    heading left with nothing under it, and the blank lines that would then run
+    together; the last line (the closing quotes' indentation) stays."""
+    lines = docstring.split("\n")
+    tail = lines.pop() if len(lines) > 1 and not lines[-1].strip() else None
+    ended_blank = bool(lines) and not lines[-1].strip()
+    examples = _example_lines(lines)
+    dropped = examples | _empty_headings(lines, examples)
+    out: list[str] = []
+    for at, line in enumerate(lines):
+        if at in dropped or (not line.strip() and (not out or not out[-1].strip())):
+            continue
+        out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    if ended_blank and out:
+        out.append("")
+    return "\n".join(out + ([tail] if tail is not None else []))
+
+
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _documented(text: str, node: Definition, name: str) -> Documented | None:
+    body = node.body
+    if not body or not isinstance(body[0], ast.Expr):
+        return None
+    literal = body[0].value
+    if not isinstance(literal, ast.Constant) or not isinstance(literal.value, str):
+        return None
+    if ">>>" not in literal.value:
+        return None
+    old = ast.get_source_segment(text, literal)
+    if old is None or text.count(old) != 1:
+        return None  # replace_text needs exactly one occurrence
+    inner = literal.value
+    quote = next((q for q in ('"""', "'''") if old.rstrip().endswith(q)), None)
+    if quote is None or "\\" in old or inner not in old:
+        return None  # only plain triple-quoted docstrings are edited in place
+    new = old.replace(inner, without_examples(inner), 1)
+    if ">>>" in new or new == old:
+        return None
+    return Documented(name, old, new, range(node.lineno, (node.end_lineno or node.lineno) + 1))
+
+
+def documented_names(text: str) -> list[Documented]:
+    """Public top-level functions and classes, and public methods of public classes, whose
+    docstrings hold examples that can be removed in place, in source order."""
+    try:
+        module = parse_module(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    found: list[Documented] = []
+    for node in module.body:
+        if not isinstance(node, Definition):
+            continue
+        if node.name.startswith("_"):
+            continue
+        own = _documented(text, node, node.name)
+        if own is not None:
+            found.append(own)
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not item.name.startswith("_"):
+                    method = _documented(text, item, f"{node.name}.{item.name}")
+                    if method is not None:
+                        found.append(method)
+    return found
+
+
+def _hidden_file(testmap: CoverageMap, relative: str, documented: list[Documented]) -> str:
+    """The test file whose passing tests run the documented definitions most ('' if none)."""
+    passing = testmap.passing()
+    counts: Counter[str] = Counter()
+    for item in documented:
+        for test in testmap.tests_running(relative, item.lines) & passing:
+            counts[test_file(test)] += 1
+    return counts.most_common(1)[0][0] if counts else ""
+
+
+def enumerate_docs(tree: Path, testmap: CoverageMap) -> Iterator[DocsCandidate]:
+    for relative in package_files(tree):
+        text = (tree / relative).read_text(encoding="utf-8", errors="replace")
+        found = documented_names(text)
+        if len(found) < MIN_DOCUMENTED:
+            continue
+        module = dotted_module(tree, relative)
+        for part in range(min(MAX_PER_MODULE, len(found) // MIN_DOCUMENTED)):
+            chunk = found[part * MAX_DOCUMENTED : (part + 1) * MAX_DOCUMENTED]
+            if len(chunk) < MIN_DOCUMENTED:
+                break
+            hidden = _hidden_file(testmap, relative, chunk)
+            key = f"docs:{relative}:{part}"
+            yield DocsCandidate(key, relative, module, chunk, [hidden] if hidden else [])
+
+
+def docs_id(package: str, candidate: DocsCandidate) -> str:
+    stem = Path(candidate.file).stem
+    stem = Path(candidate.file).parent.name if stem == "__init__" else stem
+    part = candidate.key.rsplit(":", 1)[1]
+    base = f"{package}-{stem}-docs" + (f"-{int(part) + 1}" if part != "0" else "")
+    return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-.")
+
+
+def docs_spec(
+    release: Release, candidate: DocsCandidate, ident: str, environment: list[str] | None
+) -> dict[str, object]:
+    data = base_spec(release, ident, "documentation", environment)
+    data["mutation"] = {
+        "kind": "feature_deletion",
+        "operations": [
+            {"op": "replace_text", "file": candidate.file, "old": d.old, "new": d.new}
+            for d in candidate.documented
+        ],
+    }
+    data["verification"] = {
+        "kind": "docs",
+        "test_args": [*candidate.hidden_files, "--doctest-modules", candidate.file],
+        "hidden_tests": candidate.hidden_files,
+        "documented_file": candidate.file,
+        "documented": candidate.names,
+        "fail_to_pass": [candidate.item(n) for n in candidate.names],
+        "pass_to_pass": [],
+    }
+    return data
+
+
+def keep_measured(data: dict[str, object], fail_to_pass: list[str]) -> int:
+    """Drops from a measured docs task the names whose doctest item is not among the
+    measured FAIL_TO_PASS (unstable or failing on the pristine tree), with their
+    docstrings' edits; returns how many names are left. `data` still holds the predicted
+    items, one per name, in order (`docs_spec`)."""
+    check, mutation = data["verification"], data["mutation"]
+    assert isinstance(check, dict) and isinstance(mutation, dict)
+    measured = set(fail_to_pass)
+    rows = zip(check["documented"], check["fail_to_pass"], mutation["operations"], strict=True)
+    kept = [(name, op) for name, item, op in rows if item in measured]
+    data["verification"] = {**check, "documented": [name for name, _ in kept]}
+    data["mutation"] = {**mutation, "operations": [op for _, op in kept]}
+    return len(kept)
+
+
+PROMPTS = (
+    "{module} lost the examples from its docstrings, and the API reference is much harder "
+    "to use without them. Please write runnable doctest examples for {names}: each one "
+    "should call the function and show what comes back. Don't change any behaviour.",
+    "The docstrings in {file} have no usage examples any more. Could you add doctest "
+    "examples for {names}? They have to pass under `pytest --doctest-modules`, and the "
+    "code itself should stay as it is.",
+    "I'd like the public API of {module} documented with examples again. Add a short "
+    "doctest to the docstrings of {names}, showing a typical call and its result (an edge "
+    "case where it matters).",
+)
+
+
+def docs_prompt(package: str, module: str, file: str, names: list[str], key: str) -> str:
+    """One of a few phrasings, chosen by the task's key so a rerun writes the same one."""
+    listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+    pick = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(PROMPTS)
+    module = module if "." in module else f"{package}'s {module}"
+    return PROMPTS[pick].format(module=module, names=listed, file=file)
+
+
+def measured_prompt(data: dict[str, object], key: str, module: str) -> str:
+    """The prompt of a measured docs task (`keep_measured` first): the names it kept."""
+    check, source = data["verification"], data["source"]
+    assert isinstance(check, dict) and isinstance(source, dict)
+    names = [str(n) for n in check["documented"]]
+    return docs_prompt(str(source["name"]), module, str(check["documented_file"]), names, key)
+
+
+def docs_row(candidate: DocsCandidate) -> Proposal:
+    measured = [(d.name, d.old, d.new) for d in candidate.documented], candidate.hidden_files
+    digest = hashlib.sha256(repr(measured).encode()).hexdigest()
+    return Proposal(
+        key=candidate.key, kind="docs", file=candidate.file, symbols=candidate.names,
+        candidate_digest=digest[:16], hidden_tests=candidate.hidden_files,
+        predicted_fail_to_pass=len(candidate.names),
+        removed_statements=removed_lines(candidate),
+    )  # fmt: skip
+
+
+def removed_lines(candidate: DocsCandidate) -> int:
+    return sum(d.old.count("\n") - d.new.count("\n") for d in candidate.documented)
+
+
+def docs_entries(
+    tree: Path,
+    testmap: CoverageMap,
+    package: str,
+    job: Callable[[DocsCandidate, str], Job],
+) -> tuple[list[Proposal], list[Entry], set[str]]:
+    """Every docs candidate's row (its one cheap filter: a hidden test file that gets
+    canaries), the survivors to measure and every candidate's task id."""
+    rows: list[Proposal] = []
+    entries: list[Entry] = []
+    ids: set[str] = set()
+    for candidate in enumerate_docs(tree, testmap):
+        ident = docs_id(package, candidate)
+        ids.add(ident)
+        row = docs_row(candidate)
+        rows.append(row)
+        if not candidate.hidden_files:
+            row.failed, row.why = "canaries", "no test file runs the documented definitions"
+            continue
+        failure = canary_failure(tree, candidate.hidden_files)
+        if failure is not None:
+            row.failed, row.why = failure
+            continue
+        row.task_id = ident
+        names = {(candidate.file, f"(docs {candidate.key})")}
+        entries.append(Entry(row, names, lambda c=candidate, i=ident: job(c, i)))  # type: ignore[misc]
+    return rows, entries, ids
