@@ -7,6 +7,7 @@ import random
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -296,8 +297,8 @@ def test_a_mutant_that_exhausts_memory_is_killed_not_a_failed_grading(tmp_path: 
         "old": "if lowercase:",
         "new": "if [0] * (1 << 30):",
     }
-    data = MUTANTS_TASK | {"verification": MUTANTS_TASK["verification"] | {
-        "mutants": [*MUTANTS_TASK["verification"]["mutants"], hog]}}  # fmt: skip
+    check: dict[str, Any] = MUTANTS_TASK["verification"]  # type: ignore[assignment]
+    data = MUTANTS_TASK | {"verification": check | {"mutants": [*check["mutants"], hog]}}
     path = tmp_path / "task.yaml"
     path.write_text(yaml.safe_dump(data))
     built = build(Task.model_validate(data).model_copy(update={"path": path}), scan=False)
