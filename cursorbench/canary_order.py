@@ -10,8 +10,12 @@ before its original and every one after (`canaries.Placement`), and names the te
 fail under one only; such a test is listed in the task's `canary_exempt` (it gets no
 canary, its module's other tests still do) or the task is refused.
 
-`tasks derive` fills `canary_exempt` itself (`exempt_for_order`): the tests that fail
-under one placement only, checked again with them exempt.
+A canary can also fail another test: one whose copy runs before that test under either
+placement, or whose failing assert skips the cleanup at the end of its body (the copy
+stops there), leaving state changed for every later test. `tasks derive` fills
+`canary_exempt` itself (`exempt_for_order`): a test failing under one placement only is
+exempt; for one failing under both, the test whose canary is to blame is found by
+halving the tests that carry one; then the reference is graded again.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from harness.sandbox.protocol import SandboxBackend
 from harness.spec import PreparedTask
 
 PLACEMENTS = {"before": True, "after": False}  # where every canary runs, against its original
-MAX_EXEMPT_ROUNDS = 3
+MAX_EXEMPT_ROUNDS = 4
 
 
 def hidden_sources(built: BuiltTask) -> dict[str, str]:
@@ -99,7 +103,8 @@ class OrderedGrades:
                 failing = sorted(self.failing(where))
                 found.append(
                     f"reference solution not resolved (canaries {where} their originals): "
-                    f"{report.error or failing[:3]}"
+                    f"{report.error or failing[:3]} (if it passes without canaries, another "
+                    "test's canary changed state it reads: `tasks derive` finds which)"
                 )
         return found
 
@@ -120,31 +125,91 @@ def _base_id(test_id: str) -> str:
     return test_id.split("[", 1)[0]
 
 
+@dataclass
+class _Reference:
+    """The reference graded again and again with other exemptions (`exempt_for_order`)."""
+
+    built: BuiltTask
+    sandboxes: SandboxBackend
+    scratch: Path
+    runs: int = 0
+
+    def task(self, exempt: set[str]) -> PreparedTask:
+        prepared = self.built.prepared()
+        verification = _with_exempt(prepared.verification, sorted(exempt))
+        return prepared.model_copy(update={"verification": verification})
+
+    def both(self, exempt: set[str]) -> OrderedGrades:
+        self.runs += 2
+        folder = self.scratch / f"both-{self.runs}"
+        return grade_both_placements(self.task(exempt), self.built.reference_patch,
+                                     self.sandboxes, folder)  # fmt: skip
+
+    def fails(self, exempt: set[str], where: str, tests: set[str]) -> bool:
+        """Whether any of `tests` fails with every canary `where` its original."""
+        self.runs += 1
+        draw = canaries.Placement(PLACEMENTS[where])
+        folder = self.scratch / f"one-{self.runs}"
+        report = grade(self.task(exempt), self.built.reference_patch, self.sandboxes, folder, draw)
+        return any(report.tests.get(t) is not TestOutcome.PASSED for t in tests)
+
+
+def carriers(built: BuiltTask, exempt: set[str]) -> list[str]:
+    """The hidden tests that carry a canary under a `Placement` draw (every one that can,
+    but the exempt), as ids without parameters."""
+    planted = canaries.plant(hidden_sources(built), canaries.Placement(True), frozenset(exempt))
+    return sorted(set(planted.originals.values()))
+
+
+def culprit(reference: _Reference, exempt: set[str], where: str, failing: set[str]) -> str:
+    """The test whose canary makes `failing` fail with every canary `where` its original,
+    by halving the tests that carry one ('' when no single one does: it takes two)."""
+    suspects = carriers(reference.built, exempt)
+    while len(suspects) > 1:
+        half = len(suspects) // 2
+        first, second = suspects[:half], suspects[half:]
+        if reference.fails(exempt | set(second), where, failing):  # canaries on `first` only
+            suspects = first
+        elif reference.fails(exempt | set(first), where, failing):
+            suspects = second
+        else:
+            return ""
+    return suspects[0] if suspects else ""
+
+
 def exempt_for_order(
     built: BuiltTask, sandboxes: SandboxBackend, scratch: Path
 ) -> tuple[list[str], list[str]]:
     """(canary_exempt, problems): the task's own exemptions plus the hidden tests whose
-    canaries fail the reference under one placement, until it resolves under both (or
-    `MAX_EXEMPT_ROUNDS` rounds pass, or a failure is not one of placement)."""
+    canaries fail the reference, until it resolves under both placements (or
+    `MAX_EXEMPT_ROUNDS` rounds pass, or no one test's canary is to blame). A test that
+    fails under one placement only is exempt itself (if it carries a canary); else it is failed
+    by another test's canary (one that runs before it either way, or whose failure skips
+    the cleanup at the end of its copy), found by halving the suspects. The lists were
+    derived without canaries, so every listed test passes without them."""
     check = pytest_part(built.task.verification)
     if check is None:
         return [], []
     exempt = set(check.canary_exempt)
     hidden = tuple(f"{h}::" for h in check.hidden_tests)
-    prepared = built.prepared()
-    for round_number in range(MAX_EXEMPT_ROUNDS):
-        task = prepared.model_copy(
-            update={"verification": _with_exempt(prepared.verification, sorted(exempt))}
-        )
-        folder = scratch / f"exempt-{round_number}"
-        grades = grade_both_placements(task, built.reference_patch, sandboxes, folder)
+    reference = _Reference(built, sandboxes, scratch)
+    if hidden and not carriers(built, exempt):
+        return sorted(exempt), []  # nothing carries a canary: `exempt_problems` says so
+    for _ in range(MAX_EXEMPT_ROUNDS):
+        grades = reference.both(exempt)
         if grades.resolved:
             return sorted(exempt), []
+        carrying = set(carriers(built, exempt))  # a test without a canary is not to blame
         found = {_base_id(t) for t in grades.order_dependent() if t.startswith(hidden)}
+        found &= carrying
+        if not found:
+            where = next(w for w, r in grades.reports.items() if not r.resolved)
+            blamed = culprit(reference, exempt, where, grades.failing(where))
+            found = {blamed} if blamed else set()
         if not found - exempt:
             return sorted(exempt), grades.problems()
         exempt |= found
-    return sorted(exempt), grades.problems()
+    return sorted(exempt), reference.both(exempt).problems()
 
 
 def _with_exempt(verification: Any, exempt: list[str]) -> Any:

@@ -1,4 +1,4 @@
-"""A hidden test that changes module state: validation refuses its task under both canary
+"""Hidden tests that change module state: validation refuses their task under both canary
 placements, `tasks derive` lists it in `canary_exempt`, and the task is then valid and its
 reference resolves at every grading (cursorbench/canary_order.py)."""
 
@@ -31,6 +31,17 @@ STATEFUL = FILES["tests/test_extra.py"].replace(
     "    assert extra.count_distinctive_vowels_in_text('Banana') == 6\n",
 )
 VOWELS = "tests/test_extra.py::test_vowels"
+# test_flag cleans up after its assert, which its canary fails, so the flag stays set for
+# test_no_flag after it, under either placement: test_flag's canary is to blame.
+STATEFUL += (
+    "\n\ndef test_flag():\n"
+    "    extra.FLAG = 'on'\n"
+    "    assert extra.FLAG.upper() == 'ON'\n"
+    "    del extra.FLAG\n\n\n"
+    "def test_no_flag():\n"
+    "    assert not hasattr(extra, 'FLAG')\n"
+)
+FLAG = "tests/test_extra.py::test_flag"
 
 
 def write_task(home: Path, folder: Path) -> Path:
@@ -56,9 +67,10 @@ def test_a_stateful_hidden_test_is_found_exempted_by_derive_and_then_valid(
 
     done = cursorbench("tasks", "derive", str(path))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 exempt from canaries" in done.stdout
+    assert "2 exempt from canaries" in done.stdout
     check = pytest_part(load_task_for_derive(path).verification)
-    assert check is not None and check.canary_exempt == [VOWELS]
+    assert check is not None and check.canary_exempt == [FLAG, VOWELS]
+    assert "tests/test_extra.py::test_no_flag" in check.fail_to_pass
 
     built = build(load_task_for_derive(path))
     assert exempt_problems(built) == []
