@@ -251,7 +251,7 @@ def keep_measured(data: dict[str, object], fail_to_pass: list[str]) -> int:
 PROMPTS = (
     "{module} lost the examples from its docstrings, and the API reference is much harder "
     "to use without them. Please write runnable doctest examples for {names}: each one "
-    "should call the function and show what comes back. Don't change any behaviour.",
+    "should use it and show what comes back. Don't change any behaviour.",
     "The docstrings in {file} have no usage examples any more. Could you add doctest "
     "examples for {names}? They have to pass under `pytest --doctest-modules`, and the "
     "code itself should stay as it is.",
