@@ -35,6 +35,13 @@ def tasks_propose(
         ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
+    executor: Annotated[
+        str, typer.Option(help="local (processes) or ray (Ray tasks, `--jobs` at once).")
+    ] = "local",
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="With --executor ray: a cluster's address [default: a local one]."),
+    ] = None,
     min_statements: Annotated[
         int,
         typer.Option(
@@ -72,6 +79,9 @@ def tasks_propose(
     from cursorbench.sources import SourceError
     from harness.home import build_cache
 
+    if executor not in ("local", "ray"):
+        console.print(f"[red]error[/] --executor {executor!r}: give local or ray")
+        raise typer.Exit(EXIT_BAD_INPUT)
     if kind not in KINDS:
         choices = ", ".join(KINDS)
         console.print(f"[red]error[/] --kind {kind!r}: give {choices}")
@@ -90,7 +100,7 @@ def tasks_propose(
     backend = choose_backend(sandbox)
     outcome = propose(
         found, out, max_tasks, after, backend, link, kind, jobs, requirement or None,
-        min_statements, rewrite_prompts,
+        min_statements, rewrite_prompts, (ray_address or "local") if executor == "ray" else None,
     )  # fmt: skip
     summary = outcome.summary
     console.print(

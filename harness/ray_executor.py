@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 from harness.errors import ConfigError
@@ -97,6 +98,13 @@ class RayExecutor:
             retry_exceptions=False,
         )
         return ray
+
+    def submit(self, function: Callable[[Any], Any], item: Any) -> Future[Any]:
+        """`function(item)` as one Ray task, as a `concurrent.futures.Future` (for callers
+        that schedule work themselves, such as the task factory's `Scheduler`)."""
+        self._connect()
+        future: Future[Any] = self._task.remote(function, item).future()
+        return future
 
     def put(self, value: bytes) -> Any:
         """One copy of `value` in the object store, for every task that needs it."""

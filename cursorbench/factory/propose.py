@@ -185,9 +185,10 @@ class Proposer:
         endpoint: tuple[str, str] | None = None, kinds: tuple[str, ...] = ("deletion",),
         jobs: int = 1, requirements: list[str] | None = None,
         min_statements: int = MIN_STATEMENTS, rewrite_prompts: bool = False,
+        ray: str | None = None,
     ) -> None:  # fmt: skip
         self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
-        self.kinds, self.jobs, self.min_statements = kinds, jobs, min_statements
+        self.kinds, self.jobs, self.min_statements, self.ray = kinds, jobs, min_statements, ray
         self.rewrite_prompts = rewrite_prompts
         self.environment = environment_for(release, requirements)
         self.tree = prepared_tree(release.source, build_cache())
@@ -402,6 +403,7 @@ class Proposer:
                 "measured_now": scheduler.measured_now, "resumed": scheduler.resumed,
                 "prompts_rewritten": scheduler.rewritten,
                 "coverage_reused": reused, "jobs": self.jobs, "kinds": list(self.kinds),
+                "executor": "ray" if self.ray else "local",
                 "finished": finished,
             }  # fmt: skip
             done = [r.model_dump() for r in rows if r.fail_to_pass is not None or r.failed]
@@ -418,7 +420,7 @@ class Proposer:
             return summary
 
         scheduler.checkpoint = lambda: write(False)
-        written = scheduler.run(self.jobs)
+        written = scheduler.run(self.jobs, self.ray)
         self.drop_stale(written, rows, previous)
         return Outcome(rows, written, write(True))
 
@@ -489,11 +491,13 @@ def propose(
     requirements: list[str] | None = None,
     min_statements: int = MIN_STATEMENTS,
     rewrite_prompts: bool = False,
+    ray: str | None = None,
 ) -> Outcome:
     """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, iterate,
     review, testing; both: deletion and bugs; all: every kind); a deletion or follow-up
     removes at least `min_statements` executable lines; `rewrite_prompts` writes the
-    prompts of tasks an earlier run proposed again (a newer prompt writer)."""
+    prompts of tasks an earlier run proposed again (a newer prompt writer); `ray` measures
+    on Ray ("local", or a cluster's address) instead of local processes."""
     release = requirement
     if isinstance(release, str):
         release = find_release(release, build_cache())
@@ -501,6 +505,6 @@ def propose(
     out.mkdir(parents=True, exist_ok=True)
     proposer = Proposer(
         release, out, backend, endpoint, KINDS[kind], jobs, requirements, min_statements,
-        rewrite_prompts,
+        rewrite_prompts, ray,
     )  # fmt: skip
     return proposer.run(max_tasks)

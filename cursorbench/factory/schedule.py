@@ -17,6 +17,7 @@ and the same operations and hidden files is not measured again; its row is taken
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
@@ -71,7 +72,37 @@ def reusable(previous: Proposal | None) -> bool:
     return previous.failed is None and finished
 
 
-def executor_for(jobs: int) -> Executor:
+class RayJobs(Executor):
+    """Each job a Ray task (`harness.ray_executor.RayExecutor`), at most `jobs` at once: on
+    a local cluster of `jobs` CPUs, or on the cluster at `address`, whose workers need
+    this machine's build cache and output folder at the same paths (a shared file
+    system) and a sandbox backend of their own. The `CURSORBENCH_*` settings go with
+    every job."""
+
+    def __init__(self, jobs: int, address: str | None) -> None:
+        from harness.ray_executor import RayExecutor
+
+        settings = {k: v for k, v in os.environ.items() if k.startswith("CURSORBENCH_")}
+        self.ray = RayExecutor(
+            concurrency=jobs, address=address, num_cpus=None if address else jobs,
+            env=settings or None,
+        )  # fmt: skip
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        if kwargs or len(args) != 1:
+            raise TypeError("a Ray job takes one argument")
+        future: Future[T] = self.ray.submit(fn, args[0])
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.ray.shutdown()
+
+
+def executor_for(jobs: int, ray: str | None = None) -> Executor:
+    """Where jobs run: this process (`jobs` 1), `jobs` spawned processes, or Ray (`ray`:
+    "local" for a local cluster, else a cluster's address)."""
+    if ray is not None:
+        return RayJobs(jobs, None if ray == "local" else ray)
     if jobs <= 1:
         return InlineExecutor()
     return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
@@ -109,9 +140,11 @@ class Scheduler:
         for row in proposed:
             self.kind_state(row.kind).taken.update((row.file, name) for name in row.symbols)
 
-    def run(self, jobs: int) -> list[Path]:
+    def run(self, jobs: int, ray: str | None = None) -> list[Path]:
+        """Measures the pending entries, `jobs` at once (`executor_for`); the task files
+        written."""
         running: dict[Future[Measured], Entry] = {}
-        with executor_for(jobs) as pool:
+        with executor_for(jobs, ray) as pool:
             while self.pending or running:
                 self._start(pool, running, jobs)
                 if running:
