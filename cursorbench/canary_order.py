@@ -185,13 +185,15 @@ def exempt_for_order(
     `MAX_EXEMPT_ROUNDS` rounds pass, or no one test's canary is to blame). A test that
     fails under one placement only is exempt itself (if it carries a canary); else it is failed
     by another test's canary (one that runs before it either way, or whose failure skips
-    the cleanup at the end of its copy), found by halving the suspects. The lists were
-    derived without canaries, so every listed test passes without them."""
+    the cleanup at the end of its copy), found by halving the suspects, once the failure is
+    seen to go when no test carries a canary (a failure that stays, or a kind's own verdict
+    such as the docs kind's, is no canary's: the problems say it)."""
     check = pytest_part(built.task.verification)
     if check is None:
         return [], []
     exempt = set(check.canary_exempt)
     hidden = tuple(f"{h}::" for h in check.hidden_tests)
+    listed = set(check.fail_to_pass) | set(check.pass_to_pass)  # not a kind's own verdicts
     reference = _Reference(built, sandboxes, scratch)
     if hidden and not carriers(built, exempt):
         return sorted(exempt), []  # nothing carries a canary: `exempt_problems` says so
@@ -200,11 +202,14 @@ def exempt_for_order(
         if grades.resolved:
             return sorted(exempt), []
         carrying = set(carriers(built, exempt))  # a test without a canary is not to blame
-        found = {_base_id(t) for t in grades.order_dependent() if t.startswith(hidden)}
-        found &= carrying
+        order = grades.order_dependent()
+        found = {_base_id(t) for t in order if t.startswith(hidden) and t in listed} & carrying
         if not found:
             where = next(w for w, r in grades.reports.items() if not r.resolved)
-            blamed = culprit(reference, exempt, where, grades.failing(where))
+            failing = grades.failing(where) & listed
+            if not failing or reference.fails(exempt | carrying, where, failing):
+                return sorted(exempt), grades.problems()  # they fail without canaries too
+            blamed = culprit(reference, exempt, where, failing)
             found = {blamed} if blamed else set()
         if not found - exempt:
             return sorted(exempt), grades.problems()

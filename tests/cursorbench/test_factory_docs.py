@@ -98,6 +98,20 @@ class Counter:
         return self.count
 
 
+def wrap(function):
+    return function
+
+
+@wrap
+def decorated(text):
+    """Maybe no function once decorated: not documented.
+
+    >>> decorated("a")
+    'a'
+    """
+    return text
+
+
 def _private(text):
     """Not documented for users.
 
