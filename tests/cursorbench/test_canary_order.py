@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursorbench.canary_order import exempt_problems
+from cursorbench.canary_order import exempt_for_order, exempt_problems
 from cursorbench.checks import backend_for, validate_full
 from cursorbench.loader import load_task_for_derive
 from cursorbench.suites import suite_path
@@ -106,3 +106,25 @@ def test_derive_skips_a_task_without_lists_and_goes_on_past_a_bad_file(tmp_path:
     assert f"PROBLEM {bad}: cannot read" in done.stdout
     assert "graded without test lists, nothing to derive" in done.stdout
     assert review.read_text(encoding="utf-8") == before
+
+
+@pytest.mark.slow
+def test_a_failure_that_is_no_canarys_exempts_nothing(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    """A listed test the reference fails with or without canaries: no test is blamed."""
+    failing = (
+        FILES["tests/test_extra.py"]
+        + "\n\ndef test_wrong():\n    assert extra.reverse_every_word_in_sentence('ab') == 'ab'\n"
+    )
+    task = tiny_task(cursorbench_home, tmp_path, FILES | {"tests/test_extra.py": failing})
+    check = pytest_part(task.verification)
+    assert check is not None
+    listed = check.model_copy(
+        update={"fail_to_pass": [*check.fail_to_pass, "tests/test_extra.py::test_wrong"]}
+    )
+    built = build(task.model_copy(update={"verification": listed}))
+    sandboxes = backend_for(built, choose_backend("auto"))
+    exempt, problems = exempt_for_order(built, sandboxes, tmp_path / "scratch")
+    assert exempt == []
+    assert problems and all("test_wrong" in p for p in problems), problems
