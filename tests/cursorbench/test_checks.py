@@ -149,3 +149,27 @@ def test_coverage_runs_the_hidden_files_with_the_tasks_own_options() -> None:
         "-p", "pytest_mock", "-k", "not slow", "--ignore=tests/x", "--doctest-modules",
         "tests/test_a.py", "pkg/mod.py",
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_hidden_test_that_needs_another_modules_import_leaves_the_lists(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    """Grading runs the hidden files on their own (a twin run applies): a test that passes
+    only after test_core.py imported tinypkg.core is unstable there, and derivation drops it,
+    so the reference resolves."""
+    from cursorbench.checks import ALONE, alone_run, backend_for, derive_tests
+
+    needs = FILES["tests/test_extra.py"] + (
+        "\n\ndef test_core_loaded():\n    import tinypkg\n\n    assert hasattr(tinypkg, 'core')\n"
+    )
+    task = tiny_task(cursorbench_home, tmp_path, FILES | {"tests/test_extra.py": needs})
+    built = build(task)
+    sandboxes = backend_for(built, choose_backend("auto"))
+    alone = alone_run(built, sandboxes, tmp_path / "alone")
+    assert alone is not None  # the reference restores functions: grading splits the run
+    assert alone.outcomes["tests/test_extra.py::test_core_loaded"] is Outcome.FAILED
+    derived = derive_tests(built, sandboxes, tmp_path / "derive", perturb=False)
+    assert derived.dropped["tests/test_extra.py::test_core_loaded"].endswith(ALONE)
+    assert "tests/test_extra.py::test_core_loaded" not in derived.fail_to_pass
+    assert len(derived.fail_to_pass) == 6 and derived.problems == []
