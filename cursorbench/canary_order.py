@@ -101,10 +101,15 @@ class OrderedGrades:
                 )
             else:
                 failing = sorted(self.failing(where))
+                hint = (
+                    " (if it passes without canaries, another test's canary changed state it "
+                    "reads: `tasks derive` finds which)"
+                    if any("::" in t for t in failing)  # a test, not a kind's verdict
+                    else ""
+                )
                 found.append(
                     f"reference solution not resolved (canaries {where} their originals): "
-                    f"{report.error or failing[:3]} (if it passes without canaries, another "
-                    "test's canary changed state it reads: `tasks derive` finds which)"
+                    f"{report.error or failing[:3]}{hint}"
                 )
         return found
 
