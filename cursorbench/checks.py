@@ -4,7 +4,7 @@
    `PRISTINE_RUNS` times in the sandbox, then once under each perturbation of
    `perturb.VALIDATION_PERTURBATIONS` (clock a day, a month and a year ahead, far time
    zones, another locale, fixed hash seeds, reversed and shuffled order, a loaded CPU),
-   and, where grading runs the hidden files on their own (a twin run applies), once so.
+   and, where grading splits the tests in two runs (a twin run applies), once so.
    Only tests that pass in every run count (stable); every other test that passed
    somewhere is in the flake record (`dropped`, test id -> reason), e.g. a parametrize
    id that embeds today's date. The runs are cached by the tree's digest and the test
@@ -79,7 +79,7 @@ from harness.canaries import Placement
 from harness.grading import grade
 from harness.home import self_test_folder
 from harness.kinds.registry import kind_of
-from harness.kinds.testrun import hidden_alone_args
+from harness.kinds.testrun import split_args
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
@@ -306,26 +306,36 @@ def perturbed_runs(
     return runs, problems
 
 
-ALONE = "the hidden files run on their own, as grading runs them"
+ALONE = "the tests split in two runs, as grading runs them"
 
 
-def alone_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> SuiteRun | None:
-    """The original tree's hidden files run on their own, where grading runs them so
-    (`testrun.hidden_alone_args`): a test that passes only after another module's import
-    (uncertainties' `test_broadcast_funcs` reads `uncertainties.umath`, which another test
-    module imports) fails there; cached like `pristine_runs`. None where grading runs all
-    the tests in one run."""
-    args = hidden_alone_args(built.prepared(), listed_tests(built))
-    if args is None:
+def split_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> SuiteRun | None:
+    """The original tree's tests in the two runs grading splits them into where a twin run
+    applies (`testrun.split_args`: the hidden files on their own, then the others), their
+    outcomes together: a test that passes only after a module of the other part imported
+    something (uncertainties' `test_broadcast_funcs` reads `uncertainties.umath`) fails
+    here. Cached like `pristine_runs`; None where grading runs the tests in one run."""
+    parts = split_args(built.prepared(), listed_tests(built))
+    if parts is None:
         return None
-    key = _runs_key(BUILDER_VERSION, "alone", tree_digest(built.original), args, *_env_key(built))
+    key = _runs_key(BUILDER_VERSION, "split", tree_digest(built.original), parts, *_env_key(built))
     cached = cache_home() / "pristine" / f"{key}.json"
     found = _load_runs(cached)
     if found is None:
         timeout = built.task.limits.test_timeout_s
-        found = [run_suite(sandboxes, built.original, scratch / "alone", args, timeout)]
+        found = [
+            run_suite(sandboxes, built.original, scratch / f"split-{at}", args, timeout)
+            for at, args in enumerate(parts)
+        ]
         _store_runs(cached, found)
-    return found[0]
+    merged: dict[str, TestOutcome] = {}
+    for run in found:
+        merged |= run.outcomes
+    errors = [run.error for run in found if run.error]
+    return SuiteRun(
+        outcomes=merged, duration_s=sum(run.duration_s for run in found),
+        timed_out=any(run.timed_out for run in found), error=errors[0] if errors else None,
+    )  # fmt: skip
 
 
 def broken_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> SuiteRun:
@@ -377,9 +387,9 @@ def derive_tests(
         perturbed, not_applied = perturbed_runs(built, sandboxes, scratch)
         problems += not_applied
     compared = {label: run.outcomes for label, run in perturbed.items()}
-    alone = alone_run(built, sandboxes, scratch)
-    if alone is not None and runs:  # the other tests keep their pristine outcomes there
-        compared[ALONE] = {**runs[0].outcomes, **alone.outcomes}
+    split = split_run(built, sandboxes, scratch)
+    if split is not None:
+        compared[ALONE] = split.outcomes
     stable, dropped = compare([run.outcomes for run in runs], compared)
     broken = broken_run(built, sandboxes, scratch)
     if broken.timed_out:

@@ -297,11 +297,12 @@ def _paths_and_options(test_args: list[str]) -> tuple[list[str], list[str]]:
     return paths, options
 
 
-def hidden_alone_args(task: PreparedTask, check: Verification) -> list[str] | None:
-    """The arguments of grading's run of the hidden files on their own, where grading splits
-    the tests in two (a twin run applies); None where it runs them in one."""
+def split_args(task: PreparedTask, check: Verification) -> list[list[str]] | None:
+    """The arguments of grading's runs where it splits the tests in two (a twin run
+    applies): the hidden files on their own, then the other tests; None where it runs them
+    in one."""
     hidden = _twin_args(task, check)
-    return None if hidden is None else _split(check.test_args, hidden)[0]
+    return None if hidden is None else _split(check.test_args, hidden)
 
 
 def _split(test_args: list[str], hidden: list[str]) -> list[list[str]]:

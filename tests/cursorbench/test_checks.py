@@ -155,21 +155,28 @@ def test_coverage_runs_the_hidden_files_with_the_tasks_own_options() -> None:
 def test_a_hidden_test_that_needs_another_modules_import_leaves_the_lists(
     cursorbench_home: Path, tmp_path: Path
 ) -> None:
-    """Grading runs the hidden files on their own (a twin run applies): a test that passes
-    only after test_core.py imported tinypkg.core is unstable there, and derivation drops it,
-    so the reference resolves."""
-    from cursorbench.checks import ALONE, alone_run, backend_for, derive_tests
+    """Grading runs the hidden files on their own and the others apart (a twin run applies):
+    a test that passes only after the other part imported a module fails there, and
+    derivation drops it."""
+    from cursorbench.checks import ALONE, backend_for, derive_tests, split_run
 
     needs = FILES["tests/test_extra.py"] + (
         "\n\ndef test_core_loaded():\n    import tinypkg\n\n    assert hasattr(tinypkg, 'core')\n"
     )
-    task = tiny_task(cursorbench_home, tmp_path, FILES | {"tests/test_extra.py": needs})
+    visible = FILES["tests/test_core.py"] + (
+        "\n\ndef test_extra_loaded():\n    import tinypkg\n\n    assert hasattr(tinypkg, 'extra')\n"
+    )
+    files = FILES | {"tests/test_extra.py": needs, "tests/test_core.py": visible}
+    task = tiny_task(cursorbench_home, tmp_path, files)
     built = build(task)
     sandboxes = backend_for(built, choose_backend("auto"))
-    alone = alone_run(built, sandboxes, tmp_path / "alone")
-    assert alone is not None  # the reference restores functions: grading splits the run
-    assert alone.outcomes["tests/test_extra.py::test_core_loaded"] is Outcome.FAILED
+    split = split_run(built, sandboxes, tmp_path / "split")
+    assert split is not None  # the reference restores functions: grading splits the run
+    assert split.outcomes["tests/test_extra.py::test_core_loaded"] is Outcome.FAILED
+    assert split.outcomes["tests/test_core.py::test_double"] is Outcome.PASSED
+    assert split.outcomes["tests/test_core.py::test_extra_loaded"] is Outcome.FAILED
     derived = derive_tests(built, sandboxes, tmp_path / "derive", perturb=False)
     assert derived.dropped["tests/test_extra.py::test_core_loaded"].endswith(ALONE)
     assert "tests/test_extra.py::test_core_loaded" not in derived.fail_to_pass
+    assert derived.dropped["tests/test_core.py::test_extra_loaded"].endswith(ALONE)
     assert len(derived.fail_to_pass) == 6 and derived.problems == []
