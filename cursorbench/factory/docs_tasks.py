@@ -11,7 +11,7 @@ that runs the module most is hidden (its tests keep behaviour fixed and carry th
 canaries), as v1's documentation tasks do.
 
 Measuring derives the lists as for a deletion; a name whose doctest is not stable on the
-pristine tree is dropped from the task (`keep_measured`), and fewer than
+pristine tree is no longer asked for (`keep_measured`), and fewer than
 `MIN_DOCUMENTED` left fails the candidate. A module with many documented names gives
 tasks of at most `MAX_DOCUMENTED` names each, in source order, at most `MAX_PER_MODULE`
 (the examples left in the module's other docstrings are in the workspace, where the leak
@@ -239,17 +239,17 @@ def docs_spec(
 
 
 def keep_measured(data: dict[str, object], fail_to_pass: list[str]) -> int:
-    """Drops from a measured docs task the names whose doctest item is not among the
-    measured FAIL_TO_PASS (unstable or failing on the pristine tree), with their
-    docstrings' edits; returns how many names are left. `data` still holds the predicted
-    items, one per name, in order (`docs_spec`)."""
-    check, mutation = data["verification"], data["mutation"]
-    assert isinstance(check, dict) and isinstance(mutation, dict)
+    """Drops from a measured docs task's `documented` the names whose doctest item is not
+    among the measured FAIL_TO_PASS (unstable or failing on the pristine tree); returns how
+    many are left. Their examples stay removed (the build's leak scan passed that tree;
+    kept, they could hold lines of the answer), but nothing asks for them or grades them.
+    `data` still holds the predicted items, one per name, in order (`docs_spec`)."""
+    check = data["verification"]
+    assert isinstance(check, dict)
     measured = set(fail_to_pass)
-    rows = zip(check["documented"], check["fail_to_pass"], mutation["operations"], strict=True)
-    kept = [(name, op) for name, item, op in rows if item in measured]
-    data["verification"] = {**check, "documented": [name for name, _ in kept]}
-    data["mutation"] = {**mutation, "operations": [op for _, op in kept]}
+    rows = zip(check["documented"], check["fail_to_pass"], strict=True)
+    kept = [name for name, item in rows if item in measured]
+    data["verification"] = {**check, "documented": kept}
     return len(kept)
 
 
