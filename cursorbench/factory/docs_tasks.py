@@ -1,21 +1,21 @@
 """Documentation tasks (`--kind docs`): a module's docstring examples removed, asked back.
 
 A candidate is a package module with at least `MIN_DOCUMENTED` public functions, classes
-or methods whose docstrings hold doctest examples (`>>>`). The mutation removes the
-examples from those docstrings (each example's `>>>` and `...` lines, its expected
-output, and an `Examples:` heading left with nothing under it), one `replace_text` per
-docstring; the rest of each docstring stays. The task is graded by the `docs` kind:
-FAIL_TO_PASS are the module's doctest items for those names (`--doctest-modules`), and
-at grading each name's examples must call it (`harness/kinds/docs.py`). The test file
-that runs the module most is hidden (its tests keep behaviour fixed and carry the
-canaries), as v1's documentation tasks do.
+or methods, not decorated, whose docstrings hold doctest examples (`>>>`). The mutation
+removes the examples from every docstring of the module that has some (each example's
+`>>>` and `...` lines, its expected output, and an `Examples:` heading left with nothing
+under it), one `replace_text` per docstring, the rest of each docstring kept: examples
+left in a private or decorated definition's docstring would hold lines of the answer for
+the leak scan. The task asks for the public plain ones back (at most `MAX_DOCUMENTED`, in
+source order) and is graded by the `docs` kind: FAIL_TO_PASS are those names' doctest
+items (`--doctest-modules`; the other removed items are graded by nothing, `checks`
+leaves them out of the lists), and at grading each name's examples must call it
+(`harness/kinds/docs.py`). The test file that runs the module most is hidden (its tests
+keep behaviour fixed and carry the canaries), as v1's documentation tasks do.
 
 Measuring derives the lists as for a deletion; a name whose doctest is not stable on the
-pristine tree is no longer asked for (`keep_measured`), and fewer than
-`MIN_DOCUMENTED` left fails the candidate. A module with many documented names gives
-tasks of at most `MAX_DOCUMENTED` names each, in source order, at most `MAX_PER_MODULE`
-(the examples left in the module's other docstrings are in the workspace, where the leak
-scan may find the removed ones: large parts keep that rare).
+pristine tree is no longer asked for (`keep_measured`), and fewer than `MIN_DOCUMENTED`
+left fails the candidate.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from harness.pyast import parse_module
 
 MIN_DOCUMENTED = 5
 MAX_DOCUMENTED = 20
-MAX_PER_MODULE = 2
 _HEADING = re.compile(r"^\s*(examples?|example usage|usage|for example)\s*:{0,2}\s*$", re.I)
 
 
@@ -48,6 +47,7 @@ class Documented:
     old: str  # the docstring literal as the source has it
     new: str  # the same literal without its examples
     lines: range  # where the definition sits
+    asked: bool = True  # public and plain: the task asks for its examples back
 
 
 @dataclass
@@ -55,8 +55,13 @@ class DocsCandidate:
     key: str
     file: str
     module: str  # dotted
-    documented: list[Documented]
+    edited: list[Documented]  # every docstring whose examples go, asked for or not
     hidden_files: list[str] = field(default_factory=list)
+
+    @property
+    def documented(self) -> list[Documented]:
+        """The definitions whose examples the task asks for (at most `MAX_DOCUMENTED`)."""
+        return [d for d in self.edited if d.asked][:MAX_DOCUMENTED]
 
     @property
     def names(self) -> list[str]:
@@ -129,7 +134,7 @@ def without_examples(docstring: str) -> str:
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-def _documented(text: str, node: Definition, name: str) -> Documented | None:
+def _documented(text: str, node: Definition, name: str, asked: bool) -> Documented | None:
     body = node.body
     if not body or not isinstance(body[0], ast.Expr):
         return None
@@ -148,13 +153,16 @@ def _documented(text: str, node: Definition, name: str) -> Documented | None:
     new = old.replace(inner, without_examples(inner), 1)
     if ">>>" in new or new == old:
         return None
-    return Documented(name, old, new, range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    lines = range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    return Documented(name, old, new, lines, asked)
 
 
-def documented_names(text: str) -> list[Documented]:
-    """Public top-level functions and classes, and public methods of public classes, not
-    decorated, whose docstrings hold examples that can be removed in place, in source
-    order."""
+def example_docstrings(text: str) -> list[Documented]:
+    """Every definition (functions, classes, their methods) whose docstring holds examples
+    that can be removed in place, in source order; `asked` for the public ones that are not
+    decorated (a decorated function may be no function at all, toolz's `@curry`, whose
+    calls the docs kind cannot see). The others' examples go too, since kept they could
+    hold lines of the answer, but no task asks for them."""
     try:
         module = parse_module(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -163,21 +171,16 @@ def documented_names(text: str) -> list[Documented]:
     for node in module.body:
         if not isinstance(node, Definition):
             continue
-        if node.name.startswith("_"):
+        public = not node.name.startswith("_")
+        own = _documented(text, node, node.name, public and not node.decorator_list)
+        found += [own] if own is not None else []
+        if not isinstance(node, ast.ClassDef):
             continue
-        # a decorated function may be no function at all (toolz's `@curry`), whose calls
-        # the docs kind cannot see: only plain definitions are documented
-        own = None if node.decorator_list else _documented(text, node, node.name)
-        if own is not None:
-            found.append(own)
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if not isinstance(item, ast.FunctionDef) or item.decorator_list:
-                    continue
-                if not item.name.startswith("_"):
-                    method = _documented(text, item, f"{node.name}.{item.name}")
-                    if method is not None:
-                        found.append(method)
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                plain = public and not item.name.startswith("_") and not item.decorator_list
+                method = _documented(text, item, f"{node.name}.{item.name}", plain)
+                found += [method] if method is not None else []
     return found
 
 
@@ -192,27 +195,24 @@ def _hidden_file(testmap: CoverageMap, relative: str, documented: list[Documente
 
 
 def enumerate_docs(tree: Path, testmap: CoverageMap) -> Iterator[DocsCandidate]:
+    """One candidate per package module that asks for at least `MIN_DOCUMENTED` names."""
     for relative in package_files(tree):
         text = (tree / relative).read_text(encoding="utf-8", errors="replace")
-        found = documented_names(text)
-        if len(found) < MIN_DOCUMENTED:
+        edited = example_docstrings(text)
+        candidate = DocsCandidate(
+            f"docs:{relative}", relative, dotted_module(tree, relative), edited
+        )
+        if len(candidate.documented) < MIN_DOCUMENTED:
             continue
-        module = dotted_module(tree, relative)
-        for part in range(min(MAX_PER_MODULE, len(found) // MIN_DOCUMENTED)):
-            chunk = found[part * MAX_DOCUMENTED : (part + 1) * MAX_DOCUMENTED]
-            if len(chunk) < MIN_DOCUMENTED:
-                break
-            hidden = _hidden_file(testmap, relative, chunk)
-            key = f"docs:{relative}:{part}"
-            yield DocsCandidate(key, relative, module, chunk, [hidden] if hidden else [])
+        hidden = _hidden_file(testmap, relative, candidate.documented)
+        candidate.hidden_files = [hidden] if hidden else []
+        yield candidate
 
 
 def docs_id(package: str, candidate: DocsCandidate) -> str:
     stem = Path(candidate.file).stem
     stem = Path(candidate.file).parent.name if stem == "__init__" else stem
-    part = candidate.key.rsplit(":", 1)[1]
-    base = f"{package}-{stem}-docs" + (f"-{int(part) + 1}" if part != "0" else "")
-    return re.sub(r"[^a-z0-9.]+", "-", base.lower()).strip("-.")
+    return re.sub(r"[^a-z0-9.]+", "-", f"{package}-{stem}-docs".lower()).strip("-.")
 
 
 def docs_spec(
@@ -223,7 +223,7 @@ def docs_spec(
         "kind": "feature_deletion",
         "operations": [
             {"op": "replace_text", "file": candidate.file, "old": d.old, "new": d.new}
-            for d in candidate.documented
+            for d in candidate.edited
         ],
     }
     data["verification"] = {
@@ -283,7 +283,7 @@ def measured_prompt(data: dict[str, object], key: str, module: str) -> str:
 
 
 def docs_row(candidate: DocsCandidate) -> Proposal:
-    measured = [(d.name, d.old, d.new) for d in candidate.documented], candidate.hidden_files
+    measured = [(d.name, d.old, d.new) for d in candidate.edited], candidate.hidden_files
     digest = hashlib.sha256(repr(measured).encode()).hexdigest()
     return Proposal(
         key=candidate.key, kind="docs", file=candidate.file, symbols=candidate.names,
@@ -294,7 +294,7 @@ def docs_row(candidate: DocsCandidate) -> Proposal:
 
 
 def removed_lines(candidate: DocsCandidate) -> int:
-    return sum(d.old.count("\n") - d.new.count("\n") for d in candidate.documented)
+    return sum(d.old.count("\n") - d.new.count("\n") for d in candidate.edited)
 
 
 def docs_entries(

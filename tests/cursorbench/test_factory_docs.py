@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursorbench.factory.docs_tasks import documented_names, keep_measured, without_examples
+from cursorbench.factory.docs_tasks import example_docstrings, keep_measured, without_examples
 from harness.home import build_cache
 from tests.cursorbench.factory_pkg import validate_then_run
 from tests.cursorbench.sdists import make_sdist, place_sdist
@@ -170,10 +170,11 @@ def test_examples_go_and_the_prose_and_layout_stay() -> None:
     assert without_examples(kept) == "Example with prose:\n    Call it.\n    "
 
 
-def test_public_definitions_with_examples_are_found_in_source_order() -> None:
-    found = documented_names(TEXTS)
-    names = ["shout", "whisper", "initials", "repeat", "vowels", "Counter", "Counter.tick"]
-    assert [d.name for d in found] == names
+def test_every_docstring_loses_its_examples_and_the_public_plain_ones_are_asked_for() -> None:
+    found = example_docstrings(TEXTS)
+    asked = ["shout", "whisper", "initials", "repeat", "vowels", "Counter", "Counter.tick"]
+    assert [d.name for d in found if d.asked] == asked
+    assert [d.name for d in found if not d.asked] == ["decorated", "_private"]
     for item in found:
         assert TEXTS.count(item.old) == 1 and ">>>" not in item.new
         ast.parse(TEXTS.replace(item.old, item.new))  # still a module
@@ -213,6 +214,9 @@ def test_docs_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: Pa
         "shout", "whisper", "initials", "repeat", "vowels", "Counter", "Counter.tick",
     ]  # fmt: skip
     assert "src/dockit/texts.py::dockit.texts.Counter.tick" in check["fail_to_pass"]
+    assert len(task["mutation"]["operations"]) == 9  # the unasked examples go too
+    graded = check["fail_to_pass"] + check["pass_to_pass"]
+    assert not any(t.endswith((".decorated", "._private")) for t in graded)
     assert "shout" in task["prompt"] and "Counter.tick" in task["prompt"]
     run = validate_then_run(out / "tasks", tmp_path)  # validate: untouched and stub fail
     assert run["attempts"] == run["resolved"] == 1
