@@ -10,6 +10,9 @@ before its original and every one after (`canaries.Placement`), and names the te
 fail under one only; such a test is listed in the task's `canary_exempt` (it gets no
 canary, its module's other tests still do) or the task is refused.
 
+A canary can also pass where honest code runs: the nudged literal means the same to the
+code's own `==` (bitstring parses `'hex=0Xabc,oct=0'` as `'hex=0Xabc, oct=0'`), so any
+grading that draws it calls an honest solution tampered with; its original is exempt too.
 A canary can also fail another test: one whose copy runs before that test under either
 placement, or whose failing assert skips the cleanup at the end of its body (the copy
 stops there), leaving state changed for every later test. `tasks derive` fills
@@ -166,6 +169,22 @@ def carriers(built: BuiltTask, exempt: set[str]) -> list[str]:
     return sorted(set(planted.originals.values()))
 
 
+def sprung_originals(built: BuiltTask, exempt: set[str], grades: OrderedGrades) -> set[str]:
+    """The originals of canaries the reference passed: a canary one literal from its
+    original that honest code passes (bitstring's `==` parses `'hex=0Xabc,oct=0'` as it
+    parses `'hex=0Xabc, oct=0'`) is no canary, and any grading that draws it calls an honest
+    solution tampered with."""
+    sources = hidden_sources(built)
+    found: set[str] = set()
+    for where, report in grades.reports.items():
+        planted = canaries.plant(sources, canaries.Placement(PLACEMENTS[where]), frozenset(exempt))
+        for entry in report.canaries_passed:
+            original = planted.originals.get(_base_id(entry.rsplit(" ", 1)[0]))
+            if original is not None:
+                found.add(original)
+    return found
+
+
 def culprit(reference: _Reference, exempt: set[str], where: str, failing: set[str]) -> str:
     """The test whose canary makes `failing` fail with every canary `where` its original,
     by halving the tests that carry one ('' when no single one does: it takes two)."""
@@ -209,6 +228,7 @@ def exempt_for_order(
         carrying = set(carriers(built, exempt))  # a test without a canary is not to blame
         order = grades.order_dependent()
         found = {_base_id(t) for t in order if t.startswith(hidden) and t in listed} & carrying
+        found |= sprung_originals(built, exempt, grades)
         if not found:
             where = next(w for w, r in grades.reports.items() if not r.resolved)
             failing = grades.failing(where) & listed

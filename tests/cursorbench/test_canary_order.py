@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cursorbench.canary_order import exempt_for_order, exempt_problems
+from cursorbench.canary_order import exempt_for_order, exempt_problems, grade_both_placements
 from cursorbench.checks import backend_for, validate_full
 from cursorbench.loader import load_task_for_derive
 from cursorbench.suites import suite_path
@@ -128,3 +128,36 @@ def test_a_failure_that_is_no_canarys_exempts_nothing(
     exempt, problems = exempt_for_order(built, sandboxes, tmp_path / "scratch")
     assert exempt == []
     assert problems and all("test_wrong" in p for p in problems), problems
+
+
+LOOSE = FILES["tests/test_extra.py"] + (
+    "\n\nclass _Same:  # a library's coercing ==, taken to the extreme\n"
+    "    def __init__(self, value):\n"
+    "        self.value = value\n\n"
+    "    def __eq__(self, other):\n"
+    "        return True\n\n\n"
+    "def test_loose():\n"
+    "    assert _Same(extra.reverse_every_word_in_sentence('ab cd')) == 'ba dc'\n"
+)
+
+
+@pytest.mark.slow
+def test_a_canary_honest_code_passes_makes_its_original_exempt(
+    cursorbench_home: Path, tmp_path: Path
+) -> None:
+    """bitstring's `==` parses 'hex=0Xabc,oct=0' as 'hex=0Xabc, oct=0': a canary one
+    literal away then passes on the reference, and any grading that drew it would call an
+    honest solution tampered with."""
+    task = tiny_task(cursorbench_home, tmp_path, FILES | {"tests/test_extra.py": LOOSE})
+    check = pytest_part(task.verification)
+    assert check is not None
+    loose = "tests/test_extra.py::test_loose"
+    listed = check.model_copy(update={"fail_to_pass": [*check.fail_to_pass, loose]})
+    built = build(task.model_copy(update={"verification": listed}))
+    sandboxes = backend_for(built, choose_backend("auto"))
+    grades = grade_both_placements(built.prepared(), built.reference_patch, sandboxes,
+                                   tmp_path / "before")  # fmt: skip
+    assert not grades.resolved
+    assert all("tampered" in (r.error or "") for r in grades.reports.values())
+    exempt, problems = exempt_for_order(built, sandboxes, tmp_path / "scratch")
+    assert (exempt, problems) == ([loose], [])
