@@ -189,8 +189,9 @@ class Scheduler:
         if not reusable(before):
             return False
         assert before is not None
-        if before.candidate_digest != entry.row.candidate_digest:
-            return False  # the candidate changed since (a newer factory)
+        moved = before.failed is None and before.task_id in self.moved
+        if before.candidate_digest != entry.row.candidate_digest and not moved:
+            return False  # the candidate changed since (a newer factory); a moved task stays
         here = (self.tasks / f"{before.task_id}.yaml").is_file()
         if before.failed is None and not here and before.task_id not in self.moved:
             return False

@@ -252,3 +252,28 @@ def test_endpoint_writer_sends_the_bug_rubric(prompt_endpoint: tuple[Any, str]) 
     assert text == double.text and writer == "endpoint:prompt-writer-double"
     assert double.seen[0]["messages"][0] == {"role": "system", "content": BUG_RUBRIC}
     assert "should give" in double.seen[0]["messages"][1]["content"]
+
+
+@pytest.mark.slow
+def test_a_task_moved_into_a_suite_is_not_proposed_again_by_a_newer_factory(
+    tmp_path: Path,
+) -> None:
+    """A rerun after the factory changed a candidate (its digest) measures it again, but not
+    the one a person accepted and moved into a suite: the suite has it."""
+    from cursorbench.factory import review
+
+    place_wordkit()
+    out, suite = tmp_path / "proposed", tmp_path / "suite"
+    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [task] = sorted((out / "tasks").glob("*.yaml"))
+    review.record(out, task.stem, "accept", "fine")
+    review.move_accepted(out, suite, suite_version="2.0")
+    data = json.loads((out / "proposals.json").read_text())
+    for row in data["candidates"]:
+        row["candidate_digest"] = "changed-since"  # as a newer factory's candidates are
+    (out / "proposals.json").write_text(json.dumps(data))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (out / "tasks" / task.name).exists() and (suite / "tasks" / task.name).exists()
