@@ -30,8 +30,8 @@ def test_ray_measures_the_same_tasks_as_local_processes(tmp_path: Path) -> None:
     }
     for name, extra in runs.items():
         out = tmp_path / name
-        command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "deletion",
-                   "--max", "1", *extra]  # fmt: skip
+        command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out),
+                   "--kind", "deletion", "--max", "1", *extra]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stdout + done.stderr
     local, ray = (json.loads((tmp_path / n / "proposals.json").read_text()) for n in runs)
