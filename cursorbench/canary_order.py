@@ -39,6 +39,15 @@ from harness.sandbox.protocol import SandboxBackend
 from harness.spec import PreparedTask
 
 PLACEMENTS = {"before": True, "after": False}  # where every canary runs, against its original
+
+
+def placement(where: str) -> canaries.Placement:
+    """The draw of one placement. Each has its own seed, so the two gradings nudge each
+    test's literal differently: twice the chance to meet a nudge the code's own `==`
+    ignores (a canary honest code passes)."""
+    return canaries.Placement(PLACEMENTS[where], seed=1 if PLACEMENTS[where] else 2)
+
+
 MAX_EXEMPT_ROUNDS = 4
 
 
@@ -122,8 +131,8 @@ def grade_both_placements(
 ) -> OrderedGrades:
     """`patch` graded once with every canary before its original and once after it."""
     reports = {}
-    for where, before in PLACEMENTS.items():
-        draw = canaries.Placement(before)
+    for where in PLACEMENTS:
+        draw = placement(where)
         reports[where] = grade(prepared, patch, sandboxes, scratch / f"ref-{where}", draw)
     return OrderedGrades(reports)
 
@@ -156,7 +165,7 @@ class _Reference:
     def fails(self, exempt: set[str], where: str, tests: set[str]) -> bool:
         """Whether any of `tests` fails with every canary `where` its original."""
         self.runs += 1
-        draw = canaries.Placement(PLACEMENTS[where])
+        draw = placement(where)
         folder = self.scratch / f"one-{self.runs}"
         report = grade(self.task(exempt), self.built.reference_patch, self.sandboxes, folder, draw)
         return any(report.tests.get(t) is not TestOutcome.PASSED for t in tests)
@@ -177,7 +186,7 @@ def sprung_originals(built: BuiltTask, exempt: set[str], grades: OrderedGrades) 
     sources = hidden_sources(built)
     found: set[str] = set()
     for where, report in grades.reports.items():
-        planted = canaries.plant(sources, canaries.Placement(PLACEMENTS[where]), frozenset(exempt))
+        planted = canaries.plant(sources, placement(where), frozenset(exempt))
         for entry in report.canaries_passed:
             original = planted.originals.get(_base_id(entry.rsplit(" ", 1)[0]))
             if original is not None:

@@ -54,7 +54,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cursorbench import answer, leaks
-from cursorbench.canary_order import PLACEMENTS, exempt_problems, grade_both_placements
+from cursorbench.canary_order import (
+    PLACEMENTS,
+    exempt_problems,
+    grade_both_placements,
+    placement,
+)
 from cursorbench.coverage_check import MIN_COVERAGE, coverage_share, python_lines_removed
 from cursorbench.perturb import (
     PERTURB_VERSION,
@@ -75,7 +80,6 @@ from cursorbench.workspace import (
     scan_hidden_paths,
     tree_digest,
 )
-from harness.canaries import Placement
 from harness.grading import grade
 from harness.home import self_test_folder
 from harness.kinds.docs import DocsVerification
@@ -542,8 +546,8 @@ def graded_only_problems(
         return problems
     reference = answer.reference_patch(built, scratch / "ref-tree")
     runs = [  # any canaries all before their originals, then all after (`canary_order`)
-        grade(prepared, reference, sandboxes, scratch / "ref", Placement(before))
-        for before in PLACEMENTS.values()
+        grade(prepared, reference, sandboxes, scratch / "ref", placement(where))
+        for where in PLACEMENTS
     ]
     record.reference_resolved = all(run.resolved for run in runs)
     for number, run in enumerate(runs, start=1):
