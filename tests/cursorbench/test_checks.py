@@ -158,7 +158,8 @@ def test_a_hidden_test_that_needs_another_modules_import_leaves_the_lists(
     """Grading runs the hidden files on their own and the others apart (a twin run applies):
     a test that passes only after the other part imported a module fails there, and
     derivation drops it."""
-    from cursorbench.checks import ALONE, backend_for, derive_tests, split_run
+    from cursorbench.checks import backend_for, derive_tests
+    from cursorbench.tree_runs import ALONE, split_run
 
     needs = FILES["tests/test_extra.py"] + (
         "\n\ndef test_core_loaded():\n    import tinypkg\n\n    assert hasattr(tinypkg, 'core')\n"
