@@ -7,10 +7,13 @@ one-function repository whose body the feature-deletion builder replaces with
 The reference fill is one line, `return a <op> b`; which operator the request asks for is
 what a policy has to learn.
 
-`write_micro_tasks` writes the task files (train and held-out wordings of the same
-operations, so a held-out score measures the mapping from request to code, not memorised
-prompts); `build_micro_tasks` builds them with the suite's builder into `PreparedTask`s,
-the same objects an evaluation attempts. The gate scores a checkpoint on the held-out task
+`write_micro_tasks` writes the task files: one per operation and wording, the train set in
+six wordings and the held-out set in two others, never trained on, so a held-out score
+measures the mapping from request to code, not memorised prompts. (With one train wording,
+RL fitted that one context: the operator rose on both wordings, but on the held-out one,
+never seen in RL, the reply format broke: `benchmarks/RESULTS.md`.) `build_micro_tasks`
+builds them with the suite's builder into `PreparedTask`s, the same objects an evaluation
+attempts. The gate scores a checkpoint on the held-out task
 files through `cursorbench.api.run` like any suite.
 """
 
@@ -33,14 +36,29 @@ OPERATIONS: dict[str, tuple[str, list[tuple[int, int]]]] = {
     "difference": ("-", [(9, 4), (1, 6), (0, 3)]),
     "product": ("*", [(3, 4), (-2, 5), (7, 7)]),
 }
-TRAIN_WORDING = "Make combine in calc.py return the {op} of a and b."
-HELD_OUT_WORDING = "combine(a, b) in calc.py should give the {op} of a and b."
+TRAIN_WORDINGS = (
+    "Make combine in calc.py return the {op} of a and b.",
+    "Implement combine in calc.py so that it returns the {op} of a and b.",
+    "combine in calc.py raises NotImplementedError; it should return the {op} of a and b.",
+    "Please fill in combine(a, b) in calc.py: it computes the {op} of its two arguments.",
+    "Finish calc.py: combine needs to give back the {op} of a and b.",
+    "The tests expect combine(a, b) from calc.py to be the {op} of a and b. Fix it.",
+)
+HELD_OUT_WORDINGS = (
+    "combine(a, b) in calc.py should give the {op} of a and b.",
+    "Write the body of combine in calc.py; it returns the {op} of both numbers.",
+)
+
+
+def wordings(held_out: bool) -> tuple[str, ...]:
+    return HELD_OUT_WORDINGS if held_out else TRAIN_WORDINGS
 
 
 @dataclass(frozen=True)
 class MicroTask:
     task: PreparedTask
     operation: str
+    wording: int  # its index in `wordings(held_out)`
 
     @property
     def reference(self) -> str:
@@ -67,8 +85,8 @@ def _repo(root: Path, operation: str) -> Path:
     return repo
 
 
-def task_id(operation: str, held_out: bool) -> str:
-    return f"micro-{operation}{'-held' if held_out else ''}"
+def task_id(operation: str, held_out: bool, wording: int) -> str:
+    return f"micro-{operation}{'-held' if held_out else ''}-{wording}"
 
 
 def _operations(operations: list[str] | None) -> list[str]:
@@ -79,22 +97,26 @@ def _operations(operations: list[str] | None) -> list[str]:
     return chosen
 
 
+def _chosen(operations: list[str] | None, held_out: bool) -> list[tuple[str, tuple[int, str]]]:
+    return [(op, w) for op in _operations(operations) for w in enumerate(wordings(held_out))]
+
+
 def write_micro_tasks(
     root: Path, held_out: bool = False, operations: list[str] | None = None
 ) -> list[Path]:
-    """Task files (one per operation, all three unless `operations` names some) under
-    `root/tasks`; their repositories beside them."""
+    """Task files (one per operation and wording; all three operations unless `operations`
+    names some) under `root/tasks`, operation by operation; their repositories beside them."""
     (root / "tasks").mkdir(parents=True, exist_ok=True)
     paths = []
-    for operation in _operations(operations):
+    for operation, (index, wording) in _chosen(operations, held_out):
         symbol, cases = OPERATIONS[operation]
         _repo(root, operation)
         node = "tests/test_calc.py"
         spec = {
-            "id": task_id(operation, held_out),
-            "suite_version": "micro-0.1",
+            "id": task_id(operation, held_out, index),
+            "suite_version": "micro-0.2",
             "category": "new_feature",
-            "prompt": (HELD_OUT_WORDING if held_out else TRAIN_WORDING).format(op=operation),
+            "prompt": wording.format(op=operation),
             "source": {"kind": "folder", "path": f"../repos/{operation}"},
             "mutation": {
                 "kind": "feature_deletion",
@@ -126,7 +148,8 @@ def build_micro_tasks(
 ) -> list[MicroTask]:
     """The train set (or the held-out set), built by the suite's builder."""
     built = []
-    chosen = _operations(operations)
-    for path, operation in zip(write_micro_tasks(root, held_out, chosen), chosen, strict=True):
-        built.append(MicroTask(build(load_task(path)).prepared(), operation))
+    chosen = _chosen(operations, held_out)
+    paths = write_micro_tasks(root, held_out, operations)
+    for path, (operation, (index, _)) in zip(paths, chosen, strict=True):
+        built.append(MicroTask(build(load_task(path)).prepared(), operation, index))
     return built

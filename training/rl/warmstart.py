@@ -19,11 +19,18 @@ from harness.agent import SYSTEM_PROMPT
 from harness.tools import tool_schemas
 from training.chat import encode_with_mask
 from training.model import ModelConfig, Transformer, next_token_loss
-from training.rl.microtasks import DELETED, HELD_OUT_WORDING, MODULE, OPERATIONS, TRAIN_WORDING
+from training.rl.microtasks import (
+    DELETED,
+    HELD_OUT_WORDINGS,
+    MODULE,
+    OPERATIONS,
+    TRAIN_WORDINGS,
+)
 from training.tokenizer import CodeTokenizer, train_tokenizer
 
 DONE = "Done."
-ROOT = "/workspace"  # the sandbox root the system prompt names (bubblewrap's)
+ROOT = "/workspace"
+WORDINGS_PER_STEP = 4  # the sandbox root the system prompt names (bubblewrap's)
 
 
 def edit_reply(symbol: str) -> dict[str, Any]:
@@ -46,7 +53,7 @@ def conversation(prompt: str, symbol: str) -> list[dict[str, Any]]:
 def micro_tokenizer(vocab_size: int = 1200) -> CodeTokenizer:
     schemas = json.dumps(tool_schemas(None), separators=(",", ":"))
     texts = [schemas]
-    for wording in (TRAIN_WORDING, HELD_OUT_WORDING):
+    for wording in TRAIN_WORDINGS + HELD_OUT_WORDINGS:
         for operation, (symbol, _) in OPERATIONS.items():
             texts.append(json.dumps(conversation(wording.format(op=operation), symbol)))
     return train_tokenizer(texts * 4, vocab_size)
@@ -73,21 +80,23 @@ def warm_start(
     lr: float = 3e-3,
     operations: list[str] | None = None,
 ) -> float:
-    """SFT on conversations in both wordings with a random operator each (the format, not
-    the answer: held-out prompts are seen, their operator never supervised); the loss.
+    """SFT on conversations in every wording, train and held-out, with a random operator
+    each (the format, not the answer: held-out prompts are seen, their operator never
+    supervised); the loss. A step takes `WORDINGS_PER_STEP` wordings of each operation.
 
     `operations` limits the prompts to those operations' tasks (a step costs a third for
     one); the operator written is still drawn from all three."""
     rng = random.Random(seed)
     tools = tool_schemas(None)  # the harness's default tool set, as an evaluation offers
     symbols = [symbol for symbol, _ in OPERATIONS.values()]
+    every = TRAIN_WORDINGS + HELD_OUT_WORDINGS
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     loss = torch.zeros(())
     for _ in range(steps):
         rows = []
         for operation in operations or OPERATIONS:
-            for wording in (TRAIN_WORDING, HELD_OUT_WORDING):
+            for wording in rng.sample(every, WORDINGS_PER_STEP):
                 chat = conversation(wording.format(op=operation), rng.choice(symbols))
                 rows.append(encode_with_mask(tokenizer, chat, tools))
         width = max(len(ids) for ids, _ in rows)
@@ -101,3 +110,19 @@ def warm_start(
         loss.backward()
         optimizer.step()
     return float(loss.detach())
+
+
+@torch.no_grad()
+def reference_probability(
+    model: Transformer, tokenizer: CodeTokenizer, prompt: str, symbol: str
+) -> float:
+    """The probability that `model` answers `prompt` with the reference edit call (its first
+    assistant turn, token for token): exact, teacher-forced, so it moves only when the
+    weights do, unlike a sampled score. A lower bound on the chance of resolving the task."""
+    ids, mask = encode_with_mask(tokenizer, conversation(prompt, symbol), tool_schemas(None))
+    start = mask.index(True)
+    end = mask.index(False, start)  # the first assistant turn: the edit call
+    tokens = torch.tensor([ids[:end]])
+    logp = model.eval()(tokens[:, :-1]).logits.float().log_softmax(-1)[0]
+    targets = tokens[0, start:end]
+    return float(logp[start - 1 : end - 1].gather(-1, targets[:, None]).sum().exp())

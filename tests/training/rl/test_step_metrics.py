@@ -53,7 +53,7 @@ def test_flat_rate_is_allowed_and_moves_nothing() -> None:
 
 def test_micro_tasks_of_one_operation(tmp_path: Path) -> None:
     paths = write_micro_tasks(tmp_path, held_out=True, operations=["sum"])
-    assert [p.stem for p in paths] == ["micro-sum-held"]
+    assert [p.stem for p in paths] == ["micro-sum-held-0", "micro-sum-held-1"]
     with pytest.raises(ValueError, match="choose from"):
         write_micro_tasks(tmp_path, operations=["quotient"])
 
