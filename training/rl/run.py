@@ -28,17 +28,31 @@ from training.checkpoint import (
 )
 from training.model import Transformer
 from training.rl.env import HarnessEnv
+from training.rl.exact_score import (
+    ExactScore,
+    Trajectory,
+    exact_score,
+    load_pool,
+    save_pool,
+    trajectories,
+)
 from training.rl.learner import Learner, LearnerConfig, Rollout, StepMetrics
-from training.rl.microtasks import build_micro_tasks, write_micro_tasks
+from training.rl.microtasks import OPERATIONS, MicroTask, build_micro_tasks, write_micro_tasks
 from training.rl.orchestrator import Orchestrator
 from training.rl.policy import Sampler
 from training.rl.warm_cache import cached_warm_start
-from training.rl.warmstart import micro_model, micro_tokenizer, warm_start
+from training.rl.warmstart import (
+    micro_model,
+    micro_tokenizer,
+    reference_probability,
+    warm_start,
+)
 from training.rl.workers import ProcessWorker, WorkerSpec
 from training.serve import TOKENIZER_FILE
 from training.tokenizer import CodeTokenizer
 
 Log = Callable[[str], None]
+HELD_OUT_TRAJECTORIES = "held-out-trajectories.jsonl"  # every checkpoint's, for `exact_rise`
 
 
 class RLConfig(BaseModel):
@@ -152,29 +166,47 @@ def best_of_k(rewards: list[float], k: int) -> float:
 def held_out_score(
     model: Transformer,
     env: HarnessEnv,
-    tasks: list[Any],
+    tasks: list[MicroTask],
     samples: int,
     seed: int,
     k: int | None = None,
+    keep: list[Trajectory] | None = None,
 ) -> dict[str, Any]:
     """Mean reward and best-of-k (k = all samples unless given) on held-out tasks, through
     the harness, and every sample's reward (task by task); the sampling seeds depend on
     `seed` only, so a flat twin scored with the same `seed` draws the same random numbers
-    (the sampler's draws are coupled: `training.rl.rise`)."""
+    (the sampler's draws are coupled: `training.rl.rise`). Beside them, without sampling,
+    the mean probability that the policy writes the reference edit for a held-out prompt
+    (`warmstart.reference_probability`): it moves only when the weights do; and the exact
+    mean reward and best-of-k over the distinct trajectories sampled (`exact_score`: lower
+    bounds, with the mass they cover). The trajectories are appended to `keep`."""
     sampler = Sampler(model)
-    means, best, every = [], [], []
-    for index, task in enumerate(tasks):
-        rewards = [
-            env.rollout(task, sampler, 0, seed * 1000 + index * samples + j).reward
+    means, best, every, reference = [], [], [], []
+    seen: list[Rollout] = []
+    for index, micro in enumerate(tasks):
+        rollouts = [
+            env.rollout(micro.task, sampler, 0, seed * 1000 + index * samples + j)
             for j in range(samples)
         ]
+        seen += rollouts
+        rewards = [r.reward for r in rollouts]
         means.append(sum(rewards) / len(rewards))
         best.append(best_of_k(rewards, k or samples))
         every += [round(r, 6) for r in rewards]
+        symbol = OPERATIONS[micro.operation][0]
+        reference.append(reference_probability(model, env.tokenizer(), micro.task.prompt, symbol))
+    pool = trajectories(seen)
+    exact = exact_score(model, pool, k or samples)
+    if keep is not None:
+        keep += pool
     return {
         "held_out_reward": sum(means) / len(means),
         "held_out_best_of_k": sum(best) / len(best),
         "held_out_rewards": every,
+        "held_out_reference_p": sum(reference) / len(reference),
+        "held_out_reward_exact": exact.mean_reward,
+        "held_out_best_of_k_exact": exact.best_of_k,
+        "held_out_covered": exact.covered,
     }
 
 
@@ -210,7 +242,7 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
     train = [t.task for t in build_micro_tasks(config.out / "micro", operations=ops)]
     held_root = config.out / "micro-held-out"
     held_paths = write_micro_tasks(held_root, held_out=True, operations=ops)
-    held = [t.task for t in build_micro_tasks(held_root, held_out=True, operations=ops)]
+    held = build_micro_tasks(held_root, held_out=True, operations=ops)
     learner, tokens = _start(config, tokenizer, log)
     env = HarnessEnv(
         config.out / TOKENIZER_FILE, config.out / "rollouts", config.context_length,
@@ -222,10 +254,12 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
 
     def checkpoint(extra: dict[str, Any]) -> dict[str, Any]:
         saved = _save(config, learner, tokens)
+        pool: list[Trajectory] = []
         scores = held_out_score(
             learner.model, scorer, held, config.held_out_samples, learner.version,
-            config.held_out_k,
+            config.held_out_k, pool,
         )  # fmt: skip
+        save_pool(config.out / HELD_OUT_TRAJECTORIES, pool)
         record = {"checkpoint": saved.path.name, "version": learner.version, **scores, **extra}
         if config.db_url:
             record["gate"] = _gate(config, saved, held_paths, log)
@@ -282,7 +316,7 @@ def flat_twin(config: RLConfig, versions: list[int]) -> dict[int, dict[str, Any]
     the run's noise floor, against which its rise is compared."""
     model = load_model(config.out / "checkpoints" / checkpoint_name(0))
     ops = config.operations
-    held = [t.task for t in build_micro_tasks(config.out / "micro-held-out", True, ops)]
+    held = build_micro_tasks(config.out / "micro-held-out", True, ops)
     scorer = HarnessEnv(
         config.out / TOKENIZER_FILE, config.out / "flat-twin", config.context_length,
         config.learner.max_tokens, config.sandbox,
@@ -291,3 +325,14 @@ def flat_twin(config: RLConfig, versions: list[int]) -> dict[int, dict[str, Any]
         v: held_out_score(model, scorer, held, config.held_out_samples, v, config.held_out_k)
         for v in versions
     }
+
+
+def exact_rise(config: RLConfig, versions: list[int]) -> dict[int, ExactScore]:
+    """The run's checkpoints at `versions` scored exactly on one pool: every distinct
+    held-out trajectory any of its checkpoints sampled, graded by the harness when it was
+    sampled. Two checkpoints compared this way (version 0 is the flat twin) differ only by
+    their weights: no sampling noise."""
+    pool = load_pool(config.out / HELD_OUT_TRAJECTORIES)
+    k = config.held_out_k or config.held_out_samples
+    checkpoints = config.out / "checkpoints"
+    return {v: exact_score(load_model(checkpoints / checkpoint_name(v)), pool, k) for v in versions}
