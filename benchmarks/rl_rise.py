@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 
 from training.rl.learner import LearnerConfig
+from training.rl.microtasks import HELD_OUT_WORDINGS
 from training.rl.rise import paired_rise
-from training.rl.run import RLConfig, flat_twin, run_rl
+from training.rl.run import RLConfig, exact_rise, flat_twin, run_rl
 
 
 def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
@@ -29,6 +30,7 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
         steps=args.steps,
         groups_per_step=args.groups,
         workers=2,
+        inflight=not args.sync,
         checkpoint_every=args.steps,
         warm_start_steps=args.warm_start_steps,
         warm_start_cache=args.out / "warm-starts",
@@ -52,9 +54,16 @@ def one_seed(args: argparse.Namespace, seed: int) -> dict[str, object]:
     checkpoints = {r["version"]: r for r in map(json.loads, lines) if r["kind"] == "checkpoint"}
     flat = flat_twin(config, [args.steps])[args.steps]
     last = checkpoints[args.steps]
-    rise = paired_rise(last["held_out_rewards"], flat["held_out_rewards"])
+    exact = exact_rise(config, [0, args.steps])  # on every held-out trajectory sampled
+    held_tasks = len(HELD_OUT_WORDINGS)  # one task per held-out wording, `operations: [sum]`
+    rise = paired_rise(last["held_out_rewards"], flat["held_out_rewards"], held_tasks)
     return {
         "seed": seed,
+        "reference_p_0": round(checkpoints[0]["held_out_reference_p"], 4),
+        "reference_p_rl": round(last["held_out_reference_p"], 4),
+        "exact_reward_0_rl": [round(exact[v].mean_reward, 4) for v in (0, args.steps)],
+        "exact_best_of_2_0_rl": [round(exact[v].best_of_k, 4) for v in (0, args.steps)],
+        "exact_covered_0_rl": [round(exact[v].covered, 3) for v in (0, args.steps)],
         "held_out_0": checkpoints[0]["held_out_reward"],
         "held_out_rl": last["held_out_reward"],
         "held_out_flat": flat["held_out_reward"],
@@ -82,7 +91,8 @@ def main() -> None:
     parser.add_argument("--adam-eps", type=float, default=1e-8)
     parser.add_argument("--max-step-kl", type=float, default=None)
     parser.add_argument("--warm-start-steps", type=int, default=300)
-    parser.add_argument("--held-out-samples", type=int, default=32)
+    parser.add_argument("--sync", action="store_true", help="no in-flight updates (lag 0)")
+    parser.add_argument("--held-out-samples", type=int, default=16, help="per held-out task")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for seed in args.seeds:
