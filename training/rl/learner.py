@@ -64,6 +64,12 @@ class LearnerConfig(BaseModel):
     kl_estimator: KLEstimator = "k1"
     replay_routes: bool = True
     text_feedback_lambda: float = Field(default=0.0, ge=0)
+    text_feedback_anchor: float = Field(
+        default=1.0,
+        ge=0,
+        description="Weight of KL(student || reference) on a flagged segment's other "
+        "positions, so that distilling one turn leaves the rest where the reference had it.",
+    )
     sync_mode: Mode = "lossless"
 
 
@@ -229,8 +235,9 @@ class Learner:
         total = torch.zeros(())
         for segment in flagged:
             total = total + feedback_loss(
-                self.model, segment, self.config.text_feedback_lambda, self.config.replay_routes
-            )
+                self.model, segment, self.config.text_feedback_lambda, self.config.replay_routes,
+                self.reference, self.config.text_feedback_anchor,
+            )  # fmt: skip
         return total / len(flagged)
 
     def delta(self) -> Delta:
@@ -252,10 +259,16 @@ def segment_advantages(rollouts: list[Rollout], advantages: torch.Tensor) -> tor
 
 
 def feedback_loss(
-    model: Transformer, segment: Segment, lam: float, replay_routes: bool = True
+    model: Transformer,
+    segment: Segment,
+    lam: float,
+    replay_routes: bool = True,
+    anchor: Transformer | None = None,
+    mu: float = 0.0,
 ) -> torch.Tensor:
     """`lam * KL(student || teacher)` over the segment's own tokens: the student sees the
-    context the turn was sampled in, the teacher the same with the hint inserted."""
+    context the turn was sampled in, the teacher the same with the hint inserted; with an
+    `anchor` model, `mu * KL(student || anchor)` over the context's positions."""
     assert segment.hint is not None
     student_ids = torch.tensor([segment.input_ids])
     teacher_ids = segment.input_ids[: segment.hint_at] + segment.hint
@@ -269,4 +282,8 @@ def feedback_loss(
     aligned = align_teacher(teacher, segment.hint_at, len(segment.hint))
     target = torch.zeros(1, student_ids.shape[1])
     target[0, len(segment.context) - 1 :] = 1.0
-    return text_feedback_loss(student, aligned, target, lam)
+    kept = None
+    if anchor is not None and mu > 0:
+        with torch.no_grad():
+            kept = anchor(student_ids, forced_routes=forced).logits
+    return text_feedback_loss(student, aligned, target, lam, kept, mu)
