@@ -35,6 +35,39 @@ def _ray() -> Any:
     return ray
 
 
+def start_or_join(
+    address: str | None,
+    num_cpus: int | None = None,
+    object_store_mb: int = 128,
+    env: dict[str, str] | None = None,
+) -> bool:
+    """Ray, connected: the cluster at `address`, else a small local one started now (no
+    dashboard, quiet). Whether this call started or joined it (False: already connected)."""
+    ray = _ray()
+    if ray.is_initialized():
+        return False
+    options: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": logging.ERROR,
+        "configure_logging": True,
+    }
+    if env:  # e.g. CURSORBENCH_HOME for workers of a local cluster
+        options["runtime_env"] = {"env_vars": env}
+    if address is None:
+        options["num_cpus"] = num_cpus or os.cpu_count() or 2
+        options["object_store_memory"] = object_store_mb * 1024 * 1024
+    else:
+        options["address"] = address
+    try:
+        ray.init(**options)
+    except (ConnectionError, RuntimeError, ValueError) as error:
+        where = address or "a local cluster"
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConfigError(f"cannot start Ray on {where}: {first}") from None
+    return True
+
+
 def _apply(function: Callable[[Any], Any], item: Any) -> Any:
     return function(item)
 
@@ -70,27 +103,7 @@ class RayExecutor:
         ray = _ray()
         if self._task is not None:
             return ray
-        address, num_cpus, env = self.address, self.num_cpus, self.env
-        if not ray.is_initialized():
-            options: dict[str, Any] = {
-                "include_dashboard": False,
-                "log_to_driver": False,
-                "logging_level": logging.ERROR,
-                "configure_logging": True,
-            }
-            if env:  # e.g. CURSORBENCH_HOME for workers of a local cluster
-                options["runtime_env"] = {"env_vars": env}
-            if address is None:
-                options["num_cpus"] = num_cpus or os.cpu_count() or 2
-                options["object_store_memory"] = self.object_store_mb * 1024 * 1024
-            else:
-                options["address"] = address
-            try:
-                ray.init(**options)
-            except (ConnectionError, RuntimeError, ValueError) as error:
-                where = address or "a local cluster"
-                first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-                raise ConfigError(f"cannot start Ray on {where}: {first}") from None
+        if start_or_join(self.address, self.num_cpus, self.object_store_mb, self.env):
             self._started_cluster = True
         self._task = ray.remote(_apply).options(
             num_cpus=self.cpus_per_attempt,

@@ -46,7 +46,7 @@ WHOLE_RUN_FIXTURES = {"run_benchmark"}
 #   answer in the shared site-packages for a moment, which would fail a build of that task
 #   beside it, e.g. in test_checks) and tests marked `exclusive` (the red team's
 #   resource-limit and side-channel attacks, which load the machine or watch its locks).
-EXCLUSIVE_FILES = {"test_sources.py", "test_ray_executor.py"}
+EXCLUSIVE_FILES = {"test_sources.py", "test_ray_executor.py", "test_ray_workers.py"}
 RESOURCE_FILES = {"test_docker.py"}
 PHASES = ("parallel", "resources", "exclusive")
 

@@ -13,7 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,7 +47,7 @@ from training.rl.warmstart import (
     reference_probability,
     warm_start,
 )
-from training.rl.workers import ProcessWorker, WorkerSpec
+from training.rl.workers import ProcessWorker, RolloutWorker, WorkerSpec
 from training.serve import TOKENIZER_FILE
 from training.tokenizer import CodeTokenizer
 
@@ -62,6 +62,12 @@ class RLConfig(BaseModel):
     steps: int = Field(default=8, ge=1, description="Learner steps in all (a resumed run goes on).")
     groups_per_step: int = Field(default=3, ge=1)
     workers: int = Field(default=2, ge=1)
+    executor: Literal["processes", "ray"] = Field(
+        default="processes", description="Rollout workers as local processes or Ray actors."
+    )
+    ray_address: str | None = Field(
+        default=None, description="The Ray cluster's address [default: start a local one]."
+    )
     max_lag: int = Field(default=1, ge=0)
     inflight: bool = True
     checkpoint_every: int = Field(default=4, ge=1)
@@ -273,7 +279,7 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
         return records
     state = {k: v.detach().clone() for k, v in learner.model.state_dict().items()}
     spec = WorkerSpec(learner.model.config.to_dict(), state, learner.version, env, config.inflight)
-    workers = [ProcessWorker(spec) for _ in range(config.workers)]
+    workers = [_worker(config, spec) for _ in range(config.workers)]
     started = time.perf_counter()
 
     def on_step(metrics: StepMetrics, rollouts: list[Rollout]) -> None:
@@ -298,6 +304,14 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
         for worker in workers:
             worker.close()
     return records
+
+
+def _worker(config: RLConfig, spec: WorkerSpec) -> RolloutWorker:
+    if config.executor == "ray":
+        from training.rl.ray_workers import RayWorker  # Ray is imported only when asked for
+
+        return RayWorker(spec, config.ray_address)
+    return ProcessWorker(spec)
 
 
 def _best_of_group(rollouts: list[Rollout], group_size: int) -> float:

@@ -93,7 +93,9 @@ class _Child:
             self.handle(message)
 
 
-def _child_main(spec: WorkerSpec, inbox: Any, outbox: Any) -> None:
+def child_main(spec: WorkerSpec, inbox: Any, outbox: Any) -> None:
+    """The worker's loop (a child process's, or a Ray actor's thread's): jobs and deltas in,
+    finished rollouts out, until a stop message."""
     child = _Child(spec, inbox)
     while not child.stopping:
         child.drain()
@@ -115,13 +117,35 @@ class WorkerError(RuntimeError):
     """A rollout failed in a worker."""
 
 
+def take(outbox: Any, timeout: float) -> list[bytes]:
+    """What the child has put out: waits up to `timeout` for the first, then takes the rest."""
+    items: list[bytes] = []
+    try:
+        items.append(outbox.get(timeout=timeout))
+    except queue.Empty:
+        return items
+    while True:
+        try:
+            items.append(outbox.get_nowait())
+        except queue.Empty:
+            return items
+
+
+def finished(item: bytes) -> Finished:
+    """One message of the child's, a finished rollout; a failed one raises `WorkerError`."""
+    message = pickle.loads(item)
+    if message[0] == "error":
+        raise WorkerError(f"job {message[1].id}: {message[2]}")
+    return Finished(message[1], message[2], message[3])
+
+
 class ProcessWorker:
     def __init__(self, spec: WorkerSpec) -> None:
         context = mp.get_context("spawn")
         self.inbox: Any = context.Queue()
         self.outbox: Any = context.Queue()
         self.process = context.Process(
-            target=_child_main, args=(spec, self.inbox, self.outbox), daemon=True
+            target=child_main, args=(spec, self.inbox, self.outbox), daemon=True
         )
         self.process.start()
 
@@ -132,20 +156,7 @@ class ProcessWorker:
         self.inbox.put(("delta", delta))
 
     def poll(self, timeout: float) -> list[Finished]:
-        done: list[Finished] = []
-        try:
-            item = self.outbox.get(timeout=timeout)
-        except queue.Empty:
-            return done
-        while True:
-            message = pickle.loads(item)
-            if message[0] == "error":
-                raise WorkerError(f"job {message[1].id}: {message[2]}")
-            done.append(Finished(message[1], message[2], message[3]))
-            try:
-                item = self.outbox.get_nowait()
-            except queue.Empty:
-                return done
+        return [finished(item) for item in take(self.outbox, timeout)]
 
     def close(self) -> None:
         self.inbox.put(("stop", None))
