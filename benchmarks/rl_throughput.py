@@ -3,6 +3,7 @@ without in-flight updates.
 
 Run:  .venv/bin/python benchmarks/rl_throughput.py [--steps 6] [--workers 2] [--write]
       .venv/bin/python benchmarks/rl_throughput.py --env harness [--steps 3]
+      .venv/bin/python benchmarks/rl_throughput.py --executor ray   # workers as Ray actors
 
 `--env toy` (default): the sandbox-free target-token environment (`training.rl.toy_env`),
 so the figures are the pipeline's (sampling, learning, delta sync), on a toy MoE policy.
@@ -33,7 +34,7 @@ from training.model import ModelConfig, MoEConfig, Transformer
 from training.rl.learner import Learner, LearnerConfig
 from training.rl.orchestrator import LoopStats, Orchestrator
 from training.rl.toy_env import TargetTask, TargetTokenEnv
-from training.rl.workers import ProcessWorker, WorkerSpec
+from training.rl.workers import ProcessWorker, RolloutWorker, WorkerSpec
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
@@ -70,7 +71,7 @@ def measure(args: argparse.Namespace, inflight: bool, root: Path) -> LoopStats:
         model, env, tasks, config = _harness_setup(root)
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     spec = WorkerSpec(model.config.to_dict(), state, 0, env, inflight)
-    workers = [ProcessWorker(spec) for _ in range(args.workers)]
+    workers = [_worker(args.executor, spec) for _ in range(args.workers)]
     try:
         learner = Learner(model, config)
         loop = Orchestrator(learner, workers, tasks, args.groups, args.max_lag, inflight)
@@ -80,6 +81,14 @@ def measure(args: argparse.Namespace, inflight: bool, root: Path) -> LoopStats:
     finally:
         for worker in workers:
             worker.close()
+
+
+def _worker(executor: str, spec: WorkerSpec) -> RolloutWorker:
+    if executor == "ray":
+        from training.rl.ray_workers import RayWorker
+
+        return RayWorker(spec)  # a local cluster, started on first use
+    return ProcessWorker(spec)
 
 
 def _row(mode: str, stats: LoopStats) -> str:
@@ -102,6 +111,7 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=2, help="groups per learner step")
     parser.add_argument("--max-lag", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--executor", choices=["processes", "ray"], default="processes")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -118,10 +128,12 @@ def main() -> None:
             print(rows[-1], flush=True)
     load = os.getloadavg()[0]
     text = (
-        f"\n## RL throughput ({args.env} environment) — {datetime.now(UTC):%Y-%m-%d}\n\n"
+        f"\n## RL throughput ({args.env} environment, {args.executor} workers) — "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n\n"
         f"- machine: {platform.machine()}, {os.cpu_count()} cores, load average {load:.1f} "
         f"at the end; command: `benchmarks/rl_throughput.py --env {args.env} --steps "
-        f"{args.steps} --workers {args.workers} --groups {args.groups} --max-lag {args.max_lag}`"
+        f"{args.steps} --workers {args.workers} --groups {args.groups} --max-lag {args.max_lag} "
+        f"--executor {args.executor}`"
         f"\n\n{header}\n" + "\n".join(rows) + "\n"
     )
     print(text)
