@@ -48,14 +48,22 @@ class ExactScore:
     trajectories: int
 
 
+def distinct(found: Iterable[Trajectory]) -> list[Trajectory]:
+    """Each trajectory once (a task's same steps), with the reward first seen, in order."""
+    seen: dict[tuple[str, Steps], Trajectory] = {}
+    for trajectory in found:
+        seen.setdefault((trajectory.task_id, trajectory.steps), trajectory)
+    return list(seen.values())
+
+
 def trajectories(rollouts: Iterable[Rollout]) -> list[Trajectory]:
     """The distinct trajectories of `rollouts`, in the order first seen."""
-    seen: dict[tuple[str, Steps], Trajectory] = {}
-    for rollout in rollouts:
-        steps = tuple((tuple(s.context), tuple(s.tokens)) for s in rollout.segments)
-        key = (rollout.task_id, steps)
-        seen.setdefault(key, Trajectory(rollout.task_id, steps, rollout.reward))
-    return list(seen.values())
+    return distinct(
+        Trajectory(
+            r.task_id, tuple((tuple(s.context), tuple(s.tokens)) for s in r.segments), r.reward
+        )
+        for r in rollouts
+    )
 
 
 @torch.no_grad()
@@ -111,9 +119,10 @@ def save_pool(path: Path, pool: list[Trajectory]) -> None:
 
 def load_pool(path: Path) -> list[Trajectory]:
     """The distinct trajectories saved in `path` (the first reward of each kept)."""
-    seen: dict[tuple[str, Steps], Trajectory] = {}
-    for line in path.read_text().splitlines():
-        row = json.loads(line)
-        steps = tuple((tuple(c), tuple(t)) for c, t in row["steps"])
-        seen.setdefault((row["task_id"], steps), Trajectory(row["task_id"], steps, row["reward"]))
-    return list(seen.values())
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return distinct(
+        Trajectory(
+            row["task_id"], tuple((tuple(c), tuple(t)) for c, t in row["steps"]), row["reward"]
+        )
+        for row in rows
+    )

@@ -62,6 +62,3 @@ def test_rl_learns_on_micro_tasks_scores_every_checkpoint_and_resumes(tmp_path: 
     steps = [r for r in records if r["kind"] == "step"]
     assert all(s["max_lag"] == 0 and s["step_kl"] <= 0.01 for s in steps)
     assert max(s["kl_ref"] for s in steps) < 0.1  # the reply format held
-    print(
-        {v: s.__dict__ for v, s in exact.items()}, [r["held_out_reference_p"] for r in checkpoints]
-    )
