@@ -246,8 +246,11 @@ class Transformer(nn.Module):
         tokens: torch.Tensor,
         forced_routes: dict[int, torch.Tensor] | None = None,
         rope_base: float | None = None,
+        logits: bool = True,
     ) -> ModelOutput:
-        """tokens `[B, T]`; `rope_base` overrides the config's (context extension experiments)."""
+        """tokens `[B, T]`; `rope_base` overrides the config's (context extension experiments).
+        `logits=False` leaves the heads out (`logits` and `mtp_logits` empty, `hidden` set),
+        for a caller that needs the next-token distribution at a few positions only."""
         time = tokens.shape[1]
         base = self.config.rope_base if rope_base is None else rope_base
         cos, sin = rope_tables(time, self.config.head_dim, base, tokens.device)
@@ -261,6 +264,10 @@ class Transformer(nn.Module):
                 routes[index] = chosen
                 aux_total = aux if aux_total is None else aux_total + aux
         hidden = self.norm(x)
+        if not logits:
+            return ModelOutput(
+                logits=hidden.new_empty(0), aux_loss=aux_total, routes=routes, hidden=hidden
+            )
         mtp = [self.head(head(hidden)) for head in self.mtp_heads]
         return ModelOutput(
             logits=self.head(hidden),

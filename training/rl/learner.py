@@ -25,7 +25,13 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from training.model import Transformer
-from training.rl.policy import Segment, padded, segment_distributions, segment_logprobs
+from training.rl.policy import (
+    Segment,
+    padded,
+    segment_distributions,
+    segment_logprobs,
+    token_logprobs,
+)
 from training.rl_losses import (
     Aggregation,
     KLEstimator,
@@ -131,29 +137,36 @@ class Learner:
         self.optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, eps=config.adam_eps)
         self.worker_view = _state(model)  # what the workers hold (bf16 deltas round)
 
-    def rewards(self, rollouts: list[Rollout]) -> torch.Tensor:
+    def rewards(
+        self,
+        rollouts: list[Rollout],
+        logp: torch.Tensor,
+        reference: torch.Tensor | None,
+        mask: torch.Tensor,
+    ) -> torch.Tensor:
+        """The environment's rewards, less `beta` x each rollout's KL to the reference (k1 by
+        default, summed over its tokens) when `beta` > 0; `logp` and `reference` are the
+        batch's token log-probs under the policy and the reference, rollout by rollout."""
         base = torch.tensor([r.reward for r in rollouts], dtype=torch.float32)
-        if self.config.beta == 0 or self.reference is None:
+        if self.config.beta == 0 or reference is None:
             return base
-        penalties = []
-        with torch.no_grad():
-            for rollout in rollouts:
-                logp, mask = segment_logprobs(self.model, rollout.segments)
-                ref, _ = segment_logprobs(self.reference, rollout.segments)
-                kl = kl_estimate(logp, ref, self.config.kl_estimator) * mask
-                penalties.append(float(kl.sum()))
-        return base - self.config.beta * torch.tensor(penalties)
+        per_row = (kl_estimate(logp, reference, self.config.kl_estimator) * mask).sum(-1)
+        counts = [len(r.segments) for r in rollouts]
+        penalties = torch.stack([part.sum() for part in per_row.split(counts)])
+        return base - self.config.beta * penalties
 
     def step(self, rollouts: list[Rollout]) -> StepMetrics:
         """One optimizer step on whole groups (`group_size` rollouts per task, in order)."""
         config = self.config
-        rewards = self.rewards(rollouts)
+        rows = [s for r in rollouts for s in r.segments]
+        self.model.train()
+        distributions, mask = segment_distributions(self.model, rows, config.replay_routes)
+        logp = token_logprobs(distributions, rows, mask)
+        reference = self._reference_logprobs(rows)
+        rewards = self.rewards(rollouts, logp.detach(), reference, mask)
         advantages = group_advantages(rewards, config.group_size)
         spread = advantages.view(-1, config.group_size).abs().amax(dim=1)
-        rows = [s for r in rollouts for s in r.segments]
         row_advantage = segment_advantages(rollouts, advantages)
-        self.model.train()
-        logp, mask = segment_logprobs(self.model, rows, config.replay_routes)
         old = padded([s.logprobs for s in rows], logp.shape[1])
         token_loss = clipped_surrogate(logp, old, row_advantage, config.eps_low, config.eps_high)
         loss = aggregate_token_loss(
@@ -164,10 +177,12 @@ class Learner:
             loss = loss + feedback
         self.optimizer.zero_grad()
         loss.backward()
-        step_kl, step_lr = self._bounded_step(rows, mask)
+        step_kl, step_lr = self._bounded_step(rows, mask, distributions.detach())
         ratio = torch.exp(logp.detach() - old)[mask.bool()]
         lag = max((s.lag(self.version) for s in rows), default=0)
-        kl_ref = self._kl_to_reference(rows, logp.detach(), mask)
+        kl_ref = 0.0
+        if reference is not None:
+            kl_ref = float(kl_estimate(logp.detach(), reference, "k3")[mask.bool()].mean())
         self.version += 1
         return StepMetrics(
             version=self.version,
@@ -185,15 +200,16 @@ class Learner:
             step_lr=step_lr,
         )
 
-    def _bounded_step(self, rows: list[Segment], mask: torch.Tensor) -> tuple[float, float]:
+    def _bounded_step(
+        self, rows: list[Segment], mask: torch.Tensor, old: torch.Tensor
+    ) -> tuple[float, float]:
         """The optimizer step (gradients already computed), kept within `max_step_kl`: a
         step that moved the policy further on the batch's positions is undone (weights and
         Adam's state) and taken again at half the rate; the last try stands. The KL it
         moved (exact over the vocabulary, KL(after || before) per position: what the policy
-        would now write that it would not have) and the rate it took."""
+        would now write that it would not have) and the rate it took. `old`: the batch's
+        distributions before the step (the training pass's)."""
         bound, rate = self.config.max_step_kl, self.config.lr
-        with torch.no_grad():
-            old, _ = segment_distributions(self.model, rows, self.config.replay_routes)
         if bound is None:
             self.optimizer.step()
             return self._position_kl(rows, old, mask), rate
@@ -219,14 +235,13 @@ class Learner:
         per_position = (new.exp() * (new - old)).sum(-1)
         return float(per_position[mask.bool()].mean())
 
-    def _kl_to_reference(
-        self, rows: list[Segment], logp: torch.Tensor, mask: torch.Tensor
-    ) -> float:
+    def _reference_logprobs(self, rows: list[Segment]) -> torch.Tensor | None:
+        """The batch's token log-probs under the reference (the KL penalty's and `kl_ref`'s)."""
         if self.reference is None:
-            return 0.0
+            return None
         with torch.no_grad():
             ref, _ = segment_logprobs(self.reference, rows, self.config.replay_routes)
-        return float(kl_estimate(logp, ref, "k3")[mask.bool()].mean())
+        return ref
 
     def _feedback(self, rows: list[Segment]) -> torch.Tensor | None:
         flagged = [s for s in rows if s.hint]

@@ -128,14 +128,16 @@ def segment_distributions(
     for row, segment in enumerate(segments):
         ids[row, : len(segment.input_ids)] = torch.tensor(segment.input_ids)
     forced = _forced_routes(segments, width) if replay_routes else None
-    logits = model(ids, forced_routes=forced).logits.float().log_softmax(-1)
-    out = torch.zeros(len(segments), span, logits.shape[-1])
+    hidden = model(ids, forced_routes=forced, logits=False).hidden
+    assert hidden is not None
+    # the head at the generated positions only: a context is ~20x longer than its reply
+    at = torch.zeros(len(segments), span, hidden.shape[-1], dtype=hidden.dtype)
     mask = torch.zeros(len(segments), span)
     for row, segment in enumerate(segments):
         start, count = len(segment.context) - 1, len(segment.tokens)
-        out[row, :count] = logits[row, start : start + count]
+        at[row, :count] = hidden[row, start : start + count]
         mask[row, :count] = 1.0
-    return out, mask
+    return model.head(at).float().log_softmax(-1), mask
 
 
 def segment_logprobs(
@@ -144,12 +146,17 @@ def segment_logprobs(
     """Training-pass log-probs `[N, T]` of each segment's tokens, and the mask `[N, T]`
     (`segment_distributions`, at the tokens the sampler wrote)."""
     distributions, mask = segment_distributions(model, segments, replay_routes, pad_id)
-    span = distributions.shape[1]
-    targets = torch.zeros(len(segments), span, dtype=torch.long)
+    return token_logprobs(distributions, segments, mask), mask
+
+
+def token_logprobs(
+    distributions: torch.Tensor, segments: list[Segment], mask: torch.Tensor
+) -> torch.Tensor:
+    """`[N, T]`: each segment's tokens' log-probs under `segment_distributions`' output."""
+    targets = torch.zeros(len(segments), distributions.shape[1], dtype=torch.long)
     for row, segment in enumerate(segments):
         targets[row, : len(segment.tokens)] = torch.tensor(segment.tokens)
-    logp = distributions.gather(-1, targets[..., None])[..., 0] * mask
-    return logp, mask
+    return distributions.gather(-1, targets[..., None])[..., 0] * mask
 
 
 def _forced_routes(segments: list[Segment], width: int) -> dict[int, torch.Tensor] | None:
