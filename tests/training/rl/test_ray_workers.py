@@ -20,6 +20,7 @@ from training.rl.workers import ProcessWorker, RolloutWorker, WorkerSpec
 from .test_async_pipeline import TASKS, moe_policy
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a local Ray cluster: ~35 s here, with the exclusive phase's tests
 
 
 @pytest.fixture(scope="module")
