@@ -26,11 +26,12 @@ from training.rl.microtasks import (
     OPERATIONS,
     TRAIN_WORDINGS,
 )
+from training.rl.policy import Segment, segment_logprobs
 from training.tokenizer import CodeTokenizer, train_tokenizer
 
 DONE = "Done."
-ROOT = "/workspace"
-WORDINGS_PER_STEP = 4  # the sandbox root the system prompt names (bubblewrap's)
+ROOT = "/workspace"  # the sandbox root the system prompt names (bubblewrap's)
+WORDINGS_PER_STEP = 4  # of the eight, in each warm-start step
 
 
 def edit_reply(symbol: str) -> dict[str, Any]:
@@ -122,7 +123,6 @@ def reference_probability(
     ids, mask = encode_with_mask(tokenizer, conversation(prompt, symbol), tool_schemas(None))
     start = mask.index(True)
     end = mask.index(False, start)  # the first assistant turn: the edit call
-    tokens = torch.tensor([ids[:end]])
-    logp = model.eval()(tokens[:, :-1]).logits.float().log_softmax(-1)[0]
-    targets = tokens[0, start:end]
-    return float(logp[start - 1 : end - 1].gather(-1, targets[:, None]).sum().exp())
+    edit = Segment(context=ids[:start], tokens=ids[start:end], logprobs=[], versions=[])
+    logp, _ = segment_logprobs(model.eval(), [edit], replay_routes=False)
+    return float(logp.sum().exp())
