@@ -31,7 +31,8 @@ def tasks_propose(
             help="deletion (new-feature tasks), bugs (debugging tasks), iterate (follow-ups "
             "to an earlier turn), review (code review of injected bugs), testing (tests for "
             "a module, graded by mutants), usages (which functions use one: understanding), "
-            "docs (docstring examples removed: documentation), both (deletion and bugs) or all."
+            "docs (docstring examples removed: documentation), refactor (a module merged into "
+            "its importer, to split out again), both (deletion and bugs) or all."
         ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,

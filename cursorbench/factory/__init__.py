@@ -9,13 +9,15 @@ which proposed tasks may join a suite. `release` finds the sdist and its date.
 
 Kinds of task (`--kind`): `deletion` (new_feature), `bugs` (debugging), `iterate`
 (iterate_on_feature, `followups`), `review` (code_review, `review_tasks`), `testing`
-(`testing_tasks`), `usages` (understanding, `usages`).
+(`testing_tasks`), `usages` (understanding, `usages`),
+`docs` (documentation, `docs_tasks`), `refactor` (refactor, `refactor_tasks`).
 """
 
 # `--kind` values and the kinds each proposes
 KINDS: dict[str, tuple[str, ...]] = {
     "deletion": ("deletion",), "bugs": ("bugs",), "iterate": ("iterate",),
     "review": ("review",), "testing": ("testing",), "usages": ("usages",), "docs": ("docs",),
+    "refactor": ("refactor",),
     "both": ("deletion", "bugs"),
-    "all": ("deletion", "bugs", "iterate", "review", "testing", "usages", "docs"),
+    "all": ("deletion", "bugs", "iterate", "review", "testing", "usages", "docs", "refactor"),
 }  # fmt: skip

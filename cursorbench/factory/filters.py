@@ -28,9 +28,9 @@ MAX_HIDDEN_SHARE = 0.5  # of the suite's test files
 # In the order they are applied; `proposals.json` names the first one a candidate failed
 # (a bug candidate has no size or import filter; a testing candidate's own filters are
 # `file_tests`, `test_focus`, `mutant_sites`, `killed_mutants` and `reference_graded`:
-# `testing_tasks`).
+# `testing_tasks`; a refactor candidate's own is `merge`: `refactor_tasks`).
 FILTERS = (
-    "size", "imported_elsewhere", "runs_at_import", "hidden_fail_to_pass", "spill",
+    "merge", "size", "imported_elsewhere", "runs_at_import", "hidden_fail_to_pass", "spill",
     "hidden_coverage", "anchors", "canaries", "file_tests", "test_focus", "mutant_sites",
     "test_lines_in_source", "overlap", "max_reached", "build",
     "measured_fail_to_pass", "measured_spill", "derive", "killed_mutants", "reference_graded",

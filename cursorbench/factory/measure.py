@@ -10,6 +10,7 @@ debugging task's bug report is made from the tests that measurably fail.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ class Job:
     prompt: str = ""  # a testing task's, written offline before it is measured
     review: list[dict[str, object]] | None = None  # a review task's answer facts
     module: str = ""  # the dotted name of the module it changes
+    authored: dict[str, str] = field(default_factory=dict)  # a refactor's test files
 
 
 @dataclass
@@ -106,6 +108,7 @@ def _measure(job: Job) -> Measured:
     data = dict(job.data, prompt=DRAFT_PROMPT)
     draft = draft_path(job.path)
     write_spec(draft, data)
+    write_authored(draft, job.authored)
     try:
         if job.kind == "testing":  # graded by mutants, no lists to derive (imports this module)
             from cursorbench.factory.testing_tasks import measure_testing
@@ -114,6 +117,17 @@ def _measure(job: Job) -> Measured:
         return _measure_draft(job, data, draft)
     finally:
         draft.unlink(missing_ok=True)
+        shutil.rmtree(draft.with_suffix(""), ignore_errors=True)
+
+
+def write_authored(path: Path, files: dict[str, str]) -> None:
+    """The task's authored test files, in the folder named like its file (`Task.authored_dir`)."""
+    folder = path.with_suffix("")
+    if files:
+        shutil.rmtree(folder, ignore_errors=True)
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text, encoding="utf-8")
 
 
 def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
@@ -141,6 +155,8 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
 
         keep_measured(data, derived.fail_to_pass)
         prompt, done.prompt_writer = measured_prompt(data, job.key, job.module), "offline"
+    elif job.prompt:  # a refactor's, written offline before it was measured
+        prompt, done.prompt_writer = job.prompt, "offline"
     elif job.earlier is not None and job.facts is not None:  # a follow-up: written offline
         data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
         done.prompt_writer = "offline"
@@ -151,6 +167,7 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
     check["fail_to_pass"], check["pass_to_pass"] = derived.fail_to_pass, derived.pass_to_pass
     data["prompt"] = _Literal(prompt) if "\n" in prompt else prompt
     write_spec(job.path, data)
+    write_authored(job.path, job.authored)
     done.path = job.path
     return done
 

@@ -18,6 +18,7 @@ import importlib.metadata
 import json
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections import Counter
@@ -58,6 +59,13 @@ from cursorbench.factory.followups import FollowUp, enumerate_followups
 from cursorbench.factory.measure import Job
 from cursorbench.factory.modules import ModuleCandidate, enumerate_modules, module_importers
 from cursorbench.factory.prompts import PromptFacts
+from cursorbench.factory.refactor_tasks import (
+    RefactorCandidate,
+    refactor_entries,
+    refactor_prompt,
+    structure_test,
+    test_path,
+)
 from cursorbench.factory.release import (
     Release,
     base_spec,
@@ -320,6 +328,12 @@ class Proposer:
                 lambda c, ident: self.testing_job(c, ident, testmap),
             )  # fmt: skip
             rows, entries, self.ids = rows + more, entries + waiting, self.ids | ids
+        if "refactor" in self.kinds:
+            more, waiting, ids = refactor_entries(
+                self.tree, testmap, files, self.release.source.name,
+                lambda c, ident: self.refactor_job(c, ident, testmap), self.min_statements,
+            )  # fmt: skip
+            rows, entries, self.ids = rows + more, entries + waiting, self.ids | ids
         return rows, entries
 
     def usage_entries(self, testmap: CoverageMap) -> tuple[list[Proposal], list[Entry]]:
@@ -367,6 +381,29 @@ class Proposer:
             key=candidate.key, kind="testing", path=self.out / "tasks" / f"{ident}.yaml",
             data=testing_spec(self.release, candidate, ident, self.environment),
             backend=self.backend, visible=0, tree=self.tree, prompt=testing_prompt(facts),
+        )  # fmt: skip
+
+    def refactor_job(self, candidate: RefactorCandidate, ident: str, testmap: CoverageMap) -> Job:
+        """A refactor candidate's measurement: its authored structure test written beside
+        the task, its lists derived as a deletion's are, its prompt written offline."""
+        sub, host = (dotted_module(self.tree, f) for f in (candidate.file, candidate.host))
+        authored = test_path(self.tree, testmap, candidate.file)
+        data = base_spec(self.release, ident, "refactor", self.environment)
+        data["mutation"] = {
+            "kind": "rewrite", "operations": [op.model_dump() for op in candidate.operations],
+        }  # fmt: skip
+        data["authored_tests"] = [authored]
+        data["verification"] = {
+            "test_args": self.test_args, "hidden_tests": [authored, *candidate.hidden_files],
+            "fail_to_pass": [], "pass_to_pass": [],
+        }  # fmt: skip
+        hidden = {authored, *candidate.hidden_files}
+        visible = sum(1 for t in testmap.passing() if test_file(t) not in hidden)
+        return Job(
+            key=candidate.key, kind="refactor", path=self.out / "tasks" / f"{ident}.yaml",
+            data=data, backend=self.backend, visible=visible, tree=self.tree, module=sub,
+            prompt=refactor_prompt(ident, candidate, sub, host),
+            authored={authored: structure_test(sub, host, candidate.definitions, candidate.taken)},
         )  # fmt: skip
 
     def previous(self) -> dict[str, Proposal]:
@@ -435,6 +472,7 @@ class Proposer:
         for path in sorted((self.out / "tasks").glob("*.yaml")):
             if path.stem in ours and path not in written:
                 path.unlink()
+                shutil.rmtree(path.with_suffix(""), ignore_errors=True)
 
     def summary(
         self, rows: list[Proposal], testmap: CoverageMap, coverage_s: float, total_s: float

@@ -146,7 +146,15 @@ def move_accepted(folder: Path, suite: Path, suite_version: str | None = None) -
                 if entry["id"] == task_id:
                     log.write(json.dumps(entry) + "\n")
         moved.append(Path(shutil.move(source, destination)))
+        _move_authored(source, destination)
     return moved
+
+
+def _move_authored(source: Path, destination: Path) -> None:
+    """A task's authored tests (the folder named like its file) go where its file went."""
+    folder = source.with_suffix("")
+    if folder.is_dir():
+        shutil.move(folder, destination.with_suffix(""))
 
 
 def drop_invalid(suite: Path) -> list[Path]:
@@ -172,4 +180,5 @@ def drop_invalid(suite: Path) -> list[Path]:
         with (suite / LOG).open("a", encoding="utf-8") as log:
             log.write(json.dumps(decision) + "\n")
         moved.append(Path(shutil.move(source, refused / source.name)))
+        _move_authored(source, refused / source.name)
     return moved
