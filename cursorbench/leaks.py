@@ -57,6 +57,7 @@ MIN_CHARS = 30
 MIN_HITS = 3
 GREP_ARGS = ("grep", "-rFoa", "-Z", "--no-messages")
 SCAN_CACHE_VERSION = "2"  # bump when what a cached result means changes
+GREP_TRIES = 3
 MIN_NAME = 4  # shorter deleted names (`get`, `add`) are too common to call a docs page a spec
 DOC_SUFFIXES = (".rst", ".md", ".txt", ".adoc")
 TEST_FOLDERS = {"tests", "test", "testing"}  # their .txt files are fixtures, not docs
@@ -171,7 +172,13 @@ def _grep_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Leak]:
         listing.write("\n".join(patterns) + "\n")
         listing.flush()
         argv = [*GREP_ARGS, "-f", listing.name, *map(str, roots)]
-        done = subprocess.run(argv, capture_output=True, timeout=900)
+        # exit 2: a file could not be read, most often one that another process removed
+        # while grep walked (a cache file, a temporary one); a file read the next time
+        # counts, one that keeps failing fails the scan
+        for _ in range(GREP_TRIES):
+            done = subprocess.run(argv, capture_output=True, timeout=900)
+            if done.returncode != 2:
+                break
     if done.returncode not in (0, 1):
         why = done.stderr.decode(errors="replace")[:200] or "no message"
         raise RuntimeError(f"leak scan: grep failed (exit {done.returncode}: {why})")
