@@ -215,13 +215,16 @@ def _answer_task(job: Job, spec: dict[str, object], done: Measured) -> Measured:
 
 def rewrite_prompt(job: Job) -> bool:
     """A proposed task's prompt written again by today's writer from the same facts and
-    its measured FAIL_TO_PASS (`propose --rewrite-prompts`); True when it changed. Review
-    and testing tasks keep theirs (their files do not hold what their prompts came from)."""
-    if job.kind not in ("deletion", "bugs", "iterate") or not job.path.is_file():
+    its measured FAIL_TO_PASS (`propose --rewrite-prompts`), a refactor's from its
+    candidate; True when it changed. Review and testing tasks keep theirs (their files do
+    not hold what their prompts came from)."""
+    if job.kind not in ("deletion", "bugs", "iterate", "refactor") or not job.path.is_file():
         return False
     data = yaml.safe_load(job.path.read_text(encoding="utf-8"))
     before = (data.get("prompt"), data.get("earlier_turns"))
-    if job.earlier is not None and job.facts is not None:
+    if job.kind == "refactor":  # written offline from the candidate
+        prompt = job.prompt
+    elif job.earlier is not None and job.facts is not None:
         data["earlier_turns"], prompt = followup_turns(job.earlier, job.facts)
     else:
         prompt, _ = _prompt(job, list(data["verification"]["fail_to_pass"]))

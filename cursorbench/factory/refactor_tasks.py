@@ -38,6 +38,7 @@ from harness.pyast import parse_module
 
 SKIPPED_HOSTS = ("__init__", "__main__")  # a package's face and its script: no place for code
 MIN_STATEMENTS = 20  # a smaller move is an edit, not a refactor
+MAX_STATEMENTS = 600  # a larger one is a package's core moved, thousands of lines of diff
 MIN_DEFINITIONS = 1  # one large class is a move a user asks for too
 MAX_HIDDEN_SHARE = 0.5  # of the suite's test files: more, and the visible suite is too thin
 Edit = ReplaceText | RemoveFile
@@ -472,7 +473,7 @@ KEEPS = (
     " Code that imports these names from `{host}` today has to keep working.",
     " Existing `from {host} import ...` lines must not break, and no import cycles please.",
     " Don't change behaviour; `{host}` should still expose what it exposes now.",
-    "",
+    " Keep `{host}` exporting the same names, since other code imports them from there.",
 )
 
 
@@ -514,7 +515,7 @@ def refactor_entries(
             continue
         ident = refactor_id(package, candidate)
         ids.add(ident)
-        if candidate.statements < max(min_statements, MIN_STATEMENTS):
+        if not max(min_statements, MIN_STATEMENTS) <= candidate.statements <= MAX_STATEMENTS:
             row.failed, row.why = "size", f"{candidate.statements} statements"
         elif len(candidate.hidden_files) > MAX_HIDDEN_SHARE * suite_files:
             row.failed = "hidden_fail_to_pass"

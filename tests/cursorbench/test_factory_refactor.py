@@ -285,6 +285,9 @@ def test_prompts_name_the_new_module_and_vary(tmp_path: Path) -> None:
     for prompt in prompts:
         assert "geometry" in prompt and "shapes" in prompt and len(prompt) < 400
         assert "`UNIT` down to `doubled_area`" in prompt
+        # the authored test checks that the host still offers its names: every prompt says so
+        keeps = ("keep working", "must not break", "still expose", "exporting the same names")
+        assert any(phrase in prompt for phrase in keeps), prompt
 
 
 @pytest.mark.slow
