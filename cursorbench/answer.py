@@ -19,7 +19,7 @@ import ast
 import difflib
 import shutil
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from cursorbench.workspace import BuiltTask
 from harness.kinds.registry import kind_of
@@ -35,15 +35,30 @@ def changed_lines(patch: str) -> int:
     )
 
 
+# What `changed_code_lines` counts (a record counted by another rule is counted again):
+# 2: source files only (a docs page or a changelog the reference restores is not code).
+CODE_LINES_RULE = 2
+CODE_SUFFIXES = frozenset(
+    {".py", ".pyi", ".pyx", ".pxd", ".c", ".h", ".cc", ".cpp", ".hpp", ".rs", ".go", ".java"}
+    | {".js", ".jsx", ".ts", ".tsx", ".rb", ".sh"}
+)
+
+
 def changed_code_lines(patch: str) -> int:
-    return sum(
-        1
-        for line in patch.splitlines()
-        if line[:1] in "+-"
-        and not line.startswith(("+++ ", "--- "))
-        and line[1:].strip()
-        and not line[1:].lstrip().startswith("#")
-    )
+    """Changed lines of source files (`CODE_SUFFIXES`), without blank or comment lines."""
+    counted, code = 0, True  # a patch without file headers is taken as code
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            code = PurePosixPath(line.rsplit(" b/", 1)[-1]).suffix in CODE_SUFFIXES
+        elif (
+            code
+            and line[:1] in "+-"
+            and not line.startswith(("+++ ", "--- "))
+            and line[1:].strip()
+            and not line[1:].lstrip().startswith("#")
+        ):
+            counted += 1
+    return counted
 
 
 def removed_lines(built: BuiltTask) -> dict[str, set[int]]:

@@ -110,6 +110,7 @@ class TaskValidation(BaseModel):
     changed_lines_digest: str | None = None  # the build (`task_digest`) they were counted on
     changed_code_lines: int | None = None  # the same, without blank or comment lines; None:
     # counted before the figure existed
+    code_lines_rule: int | None = None  # `answer.CODE_LINES_RULE` they were counted by
     prompt_chars: int = 0
     coverage: float | None = None
     reference_resolved: bool = False
@@ -256,6 +257,7 @@ def validate_full(built: BuiltTask, backend: str, perturb: bool = True) -> TaskV
         id=task.id, category=task.category.value, package=package_label(built),
         changed_lines=answer.reference_changed_lines(built), changed_lines_digest=built.digest,
         changed_code_lines=answer.reference_code_lines(built), prompt_chars=len(task.prompt),
+        code_lines_rule=answer.CODE_LINES_RULE,
         checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )  # fmt: skip
     sandboxes = backend_for(built, backend)

@@ -229,19 +229,24 @@ def recorded_changed_lines(
     task: Task, record: TaskValidation | None
 ) -> tuple[int, int | None] | None:
     """The record's counts of the reference's changed lines (all; without blank or comment
-    lines, None when the record predates that count), if they were counted on the build
-    the task makes today (a task file or builder changed since makes them stale)."""
+    lines, None when the record predates that count or counted by another rule), if they
+    were counted on the build the task makes today (a task file or builder changed since
+    makes them stale)."""
+    from cursorbench.answer import CODE_LINES_RULE
     from cursorbench.workspace import task_digest
 
     if record is None or record.changed_lines_digest != task_digest(task):
         return None
-    return record.changed_lines, record.changed_code_lines
+    current = record.code_lines_rule == CODE_LINES_RULE
+    return record.changed_lines, record.changed_code_lines if current else None
 
 
 def update_changed_lines(folder: Path, counted: dict[str, tuple[int, int, str]]) -> int:
     """Writes counts of changed lines (task id -> (lines, code lines, build digest)) into
     the folder's validation report, keeping everything else; returns how many records
     changed."""
+    from cursorbench.answer import CODE_LINES_RULE
+
     path = folder / "validation.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     records = [TaskValidation.model_validate(item) for item in data["tasks"]]
@@ -250,9 +255,9 @@ def update_changed_lines(folder: Path, counted: dict[str, tuple[int, int, str]])
         if record.id in counted:
             lines, code, digest = counted[record.id]
             now = (record.changed_lines, record.changed_code_lines, record.changed_lines_digest)
-            changed += now != (lines, code, digest)
+            changed += now != (lines, code, digest) or record.code_lines_rule != CODE_LINES_RULE
             record.changed_lines, record.changed_code_lines = lines, code
-            record.changed_lines_digest = digest
+            record.changed_lines_digest, record.code_lines_rule = digest, CODE_LINES_RULE
     runs = [ValidationRun.model_validate(run) for run in data.get("runs", [])]
     started = dt.datetime.fromisoformat(data["date"])
     write_validation_report(folder, records, started, data["duration_s"], runs or None)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cursorbench.answer import CODE_LINES_RULE
 from tests.cli_runner import cursorbench
 
 
@@ -96,6 +97,7 @@ def test_tasks_stats_takes_changed_lines_from_the_report_only_when_counted_on_th
     assert median_changed_lines("--update-report") == built
     refreshed = json.loads((suite / "validation.json").read_text())["tasks"][0]
     assert refreshed["changed_lines"] == built and refreshed["changed_lines_digest"] != "0" * 24
+    assert refreshed["code_lines_rule"] == CODE_LINES_RULE  # source files only
     assert "textkit-slugify" in (suite / "VALIDATION.md").read_text()
     code = refreshed["changed_code_lines"]
     assert 0 < code < built  # the deleted code has docstrings, blank lines, comments
