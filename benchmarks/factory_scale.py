@@ -91,6 +91,7 @@ def run_one(release: str, out: Path, args: argparse.Namespace) -> dict[str, obje
         "--out", str(folder), "--max", str(args.max), "--kind", args.kind, "--jobs", "1",
         "--min-statements", str(args.min_statements),
         *(["--rewrite-prompts"] if args.rewrite_prompts else []),
+        *(arg for suite in args.avoid_suite for arg in ("--avoid-suite", str(suite))),
     ]  # fmt: skip
     started = time.monotonic()
     with open(folder / "propose.log", "w") as log:
@@ -196,6 +197,10 @@ def main() -> None:
     parser.add_argument(
         "--rewrite-prompts", action="store_true", help="propose's: write prompts again"
     )
+    parser.add_argument(
+        "--avoid-suite", type=Path, action="append", default=[],
+        help="propose's: a suite folder whose tasks are not proposed again (repeat it)",
+    )  # fmt: skip
     parser.add_argument("--parallel", type=int, default=2, help="releases at once")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per release")
     args = parser.parse_args()

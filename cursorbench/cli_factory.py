@@ -72,6 +72,13 @@ def tasks_propose(
         str | None, typer.Option(help="OpenAI-compatible base URL for the prompt writer.")
     ] = None,
     model: Annotated[str, typer.Option(help="The prompt writer's model name.")] = "gpt-4o-mini",
+    avoid_suite: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="A suite folder (repeat it) whose tasks are not proposed again, nor "
+            "deletions or follow-ups of what its tasks remove."
+        ),
+    ] = None,
 ) -> None:
     """Propose tasks from a release's own test suite; rerun with the same --out to resume
     (see docs/tasks.md)."""
@@ -102,6 +109,7 @@ def tasks_propose(
     outcome = propose(
         found, out, max_tasks, after, backend, link, kind, jobs, requirement or None,
         min_statements, rewrite_prompts, (ray_address or "local") if executor == "ray" else None,
+        tuple(avoid_suite or ()),
     )  # fmt: skip
     summary = outcome.summary
     console.print(

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from cursorbench.factory import KINDS, review
 from cursorbench.factory.bugs import BugCandidate, enumerate_bugs
 from cursorbench.factory.candidates import (
@@ -193,9 +195,10 @@ class Proposer:
         endpoint: tuple[str, str] | None = None, kinds: tuple[str, ...] = ("deletion",),
         jobs: int = 1, requirements: list[str] | None = None,
         min_statements: int = MIN_STATEMENTS, rewrite_prompts: bool = False,
-        ray: str | None = None,
+        ray: str | None = None, avoid: tuple[Path, ...] = (),
     ) -> None:  # fmt: skip
         self.release, self.out, self.backend, self.endpoint = release, out, backend, endpoint
+        self.avoid = avoid  # suite folders whose tasks are not proposed again
         self.kinds, self.jobs, self.min_statements, self.ray = kinds, jobs, min_statements, ray
         self.rewrite_prompts = rewrite_prompts
         self.environment = environment_for(release, requirements)
@@ -421,6 +424,8 @@ class Proposer:
         testmap, reused = self.coverage()
         coverage_s = 0.0 if reused else round(time.monotonic() - started, 2)
         rows, entries = self.entries(testmap)
+        in_suites = suite_tasks(self.avoid, self.release.source.name)
+        entries = [entry for entry in entries if not already_in(entry.row, in_suites)]
         previous = self.previous()
         scheduler = Scheduler(
             entries, previous, self.out / "tasks", max_tasks,
@@ -432,6 +437,11 @@ class Proposer:
         scheduler.reserve(
             r for r in previous.values() if r.kind not in self.kinds and r.failed is None
             and r.task_id and r.fail_to_pass is not None
+        )  # fmt: skip
+        # what the suites' deletions and follow-ups removed, no deletion or follow-up removes
+        scheduler.reserve(
+            Proposal(key=f"suite:{task}", kind="deletion", file=file, symbols=[symbol])
+            for task, removed in in_suites.items() for file, symbol in removed
         )  # fmt: skip
 
         def write(finished: bool) -> dict[str, object]:
@@ -503,6 +513,35 @@ class Proposer:
         }  # fmt: skip
 
 
+def suite_tasks(suites: tuple[Path, ...], package: str) -> dict[str, list[tuple[str, str]]]:
+    """The package's tasks already in the suite folders (their `tasks/` and `refused/`):
+    task id -> the (file, symbol) pairs its mutation removes."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for suite in suites:
+        for path in sorted([*suite.glob("tasks/*.yaml"), *suite.glob("refused/*.yaml")]):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                continue
+            source = data.get("source") if isinstance(data, dict) else None
+            if not isinstance(source, dict) or source.get("name") != package:
+                continue
+            operations = (data.get("mutation") or {}).get("operations") or []
+            found[str(data.get("id"))] = [
+                (op["file"], op["symbol"]) for op in operations
+                if isinstance(op, dict) and op.get("op") == "remove_symbol"
+            ]  # fmt: skip
+    return found
+
+
+def already_in(row: Proposal, in_suites: dict[str, list[tuple[str, str]]]) -> bool:
+    """Marks a candidate whose task a suite holds already (its `overlap` failure)."""
+    if row.task_id is None or row.task_id not in in_suites:
+        return False
+    row.failed, row.why = "overlap", "the task is in a suite already (--avoid-suite)"
+    return True
+
+
 def passed_each(rows: list[Proposal]) -> dict[str, int]:
     """How many candidates got past each filter (filters apply in `FILTERS` order); one an
     unfinished run did not measure yet got past the cheap ones only."""
@@ -530,12 +569,14 @@ def propose(
     min_statements: int = MIN_STATEMENTS,
     rewrite_prompts: bool = False,
     ray: str | None = None,
+    avoid: tuple[Path, ...] = (),
 ) -> Outcome:
     """Proposes up to `max_tasks` tasks of each kind `kind` names (deletion, bugs, iterate,
     review, testing; both: deletion and bugs; all: every kind); a deletion or follow-up
     removes at least `min_statements` executable lines; `rewrite_prompts` writes the
     prompts of tasks an earlier run proposed again (a newer prompt writer); `ray` measures
-    on Ray ("local", or a cluster's address) instead of local processes."""
+    on Ray ("local", or a cluster's address) instead of local processes; a task that a
+    suite folder of `avoid` holds already is not proposed again."""
     release = requirement
     if isinstance(release, str):
         release = find_release(release, build_cache())
@@ -543,6 +584,6 @@ def propose(
     out.mkdir(parents=True, exist_ok=True)
     proposer = Proposer(
         release, out, backend, endpoint, KINDS[kind], jobs, requirements, min_statements,
-        rewrite_prompts, ray,
+        rewrite_prompts, ray, avoid,
     )  # fmt: skip
     return proposer.run(max_tasks)

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cursorbench.checks import MIN_FAIL_TO_PASS
 from cursorbench.factory.candidates import (
@@ -373,6 +374,44 @@ def test_an_unmeasured_survivor_passed_the_cheap_filters_only() -> None:
     assert passed["size"] == 3 and passed["overlap"] == 3
     assert passed["max_reached"] == 2 and passed["measured_spill"] == 1
     assert passed[FILTERS[-1]] == 1
+
+
+def test_tasks_a_suite_holds_are_not_proposed_again(tmp_path: Path) -> None:
+    """`propose --avoid-suite`: a candidate whose task id a suite folder holds (in `tasks/`
+    or `refused/`) is an overlap, and what the suite's tasks remove is taken for the
+    deletion family, so a follow-up of the same symbol is an overlap too."""
+    from cursorbench.factory.filters import Proposal
+    from cursorbench.factory.propose import already_in, suite_tasks
+    from cursorbench.factory.schedule import Entry, Scheduler
+
+    suite = tmp_path / "suite"
+    for folder, ident, package in [("tasks", "wordkit-cases-x", "wordkit"),
+                                   ("refused", "wordkit-counts-y", "wordkit"),
+                                   ("tasks", "other-z", "other")]:  # fmt: skip
+        (suite / folder).mkdir(parents=True, exist_ok=True)
+        operation = {"op": "remove_symbol", "file": "src/wordkit/cases.py", "symbol": ident}
+        data = {"id": ident, "source": {"name": package}, "mutation": {"operations": [operation]}}
+        (suite / folder / f"{ident}.yaml").write_text(yaml.safe_dump(data))
+    (suite / "tasks" / "broken.yaml").write_text("id: [unclosed")
+    found = suite_tasks((suite,), "wordkit")
+    assert found == {
+        "wordkit-cases-x": [("src/wordkit/cases.py", "wordkit-cases-x")],
+        "wordkit-counts-y": [("src/wordkit/cases.py", "wordkit-counts-y")],
+    }
+    again = Proposal(key="a", file="f.py", symbols=[], task_id="wordkit-counts-y")
+    new = Proposal(key="b", file="f.py", symbols=[], task_id="wordkit-cases-new")
+    assert already_in(again, found) and again.failed == "overlap"
+    assert not already_in(new, found) and new.failed is None
+    followup = Proposal(key="c", kind="iterate", file="src/wordkit/cases.py", symbols=["x"])
+    names = {("src/wordkit/cases.py", "wordkit-cases-x")}
+    scheduler = Scheduler([Entry(followup, names, lambda: None)], {}, tmp_path, 5)  # type: ignore[arg-type, return-value]
+    removed = [(key, pair) for key, pairs in found.items() for pair in pairs]
+    scheduler.reserve(
+        Proposal(key=key, kind="deletion", file=file, symbols=[name])
+        for key, (file, name) in removed
+    )
+    scheduler.run(1)
+    assert followup.failed == "overlap"
 
 
 def test_the_coverage_map_ignores_the_packages_own_coverage_settings(tmp_path: Path) -> None:
