@@ -484,7 +484,8 @@ def refactor_prompt(ident: str, candidate: RefactorCandidate, sub: str, host: st
     names = candidate.bound or candidate.definitions
     what = f"everything from `{names[0]}` down to `{names[-1]}` ({len(names)} names)"
     if len(names) <= 3:
-        what = " and ".join(f"`{name}`" for name in names)
+        quoted = [f"`{name}`" for name in names]
+        what = " and ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
     pick = int(hashlib.sha256(ident.encode()).hexdigest(), 16)
     values = {
         "host": host, "sub": sub, "host_path": candidate.host, "sub_path": candidate.file,

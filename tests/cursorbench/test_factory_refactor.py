@@ -7,6 +7,7 @@ validate` accepts and the reference resolves."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -277,6 +278,8 @@ def test_the_structure_test_passes_the_split_and_fails_a_copy_or_a_reexport(
 
 def test_prompts_name_the_new_module_and_vary(tmp_path: Path) -> None:
     _, candidate = _merged(tmp_path)
+    few = dataclasses.replace(candidate, bound=["A", "B", "C"])
+    assert "`A`, `B` and `C`" in refactor_prompt("x", few, "splitkit.geometry", "splitkit.shapes")
     prompts = {
         refactor_prompt(f"splitkit-{n}", candidate, "splitkit.geometry", "splitkit.shapes")
         for n in range(12)
@@ -284,7 +287,7 @@ def test_prompts_name_the_new_module_and_vary(tmp_path: Path) -> None:
     assert len(prompts) >= 4
     for prompt in prompts:
         assert "geometry" in prompt and "shapes" in prompt and len(prompt) < 400
-        assert "`UNIT` down to `doubled_area`" in prompt
+        assert "`UNIT` down to `doubled_area`" in prompt, prompt
         # the authored test checks that the host still offers its names: every prompt says so
         keeps = ("keep working", "must not break", "still expose", "exporting the same names")
         assert any(phrase in prompt for phrase in keeps), prompt
