@@ -1,4 +1,4 @@
-"""CursorBench v2's folder keeps its promise (`cursorbench/suite/v2/README.md`): every task
+"""CursorBench v2's folder keeps its promises (`cursorbench/suite/v2/README.md`): every task
 in it was accepted by a person (its review log) and is valid in its validation report,
 which was made on the build the task makes today."""
 
@@ -25,3 +25,14 @@ def test_every_v2_task_is_reviewed_and_validated_on_its_build() -> None:
         assert recorded_changed_lines(task, record) is not None, (
             f"{task.id}: validated on another build"
         )
+
+
+def test_v2_takes_no_package_v1_uses() -> None:
+    """v2 is made from packages v1 does not use (its README): a v1 package's tasks in v2
+    would repeat v1's (boltons' iterutils and strutils docs tasks are in both otherwise)."""
+
+    def packages(suite: str) -> set[str]:
+        tasks = load_tasks([suite_path(suite)])
+        return {t.source.name for t in tasks if isinstance(t.source, PackageSource)}
+
+    assert not packages("v1") & packages("v2")
