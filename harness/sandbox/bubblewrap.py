@@ -308,7 +308,13 @@ def _parent_dirs(path: str, made: set[str], system: Sequence[str]) -> list[str]:
 
 
 def _shown(path: Path, shown: Sequence[Path]) -> bool:
-    return any(path == root or root in path.parents for root in shown)
+    """`path` is one of `shown` or inside one (absolute paths; compared as strings: this runs
+    for every hidden path at every sandboxed command, and `Path.parents` is slow)."""
+    name = str(path)
+    return any(
+        name == top or name.startswith(top if top.endswith("/") else top + "/")
+        for top in map(str, shown)
+    )
 
 
 def bwrap_options(
