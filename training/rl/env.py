@@ -15,7 +15,8 @@ parses the reply into tool calls, and keeps every call as a `Segment`.
 Reward (`attempt_reward`): 1 when resolved, else the share of FAIL_TO_PASS tests that
 passed; plus weighted auxiliary scores the harness computed with the evals' graders
 (`code_quality` and any other behaviour check a task carries). Nothing is graded here;
-a change already graded in this process is not graded again (`harness.grade_memo`).
+a change already graded in this process (or, with `memo_dir`, in this run) is not graded
+again (`harness.grade_memo`).
 """
 
 from __future__ import annotations
@@ -172,6 +173,9 @@ class HarnessEnv:
     # Grade each distinct change once per process (`harness.grade_memo`): a toy policy
     # repeats a handful of edits, and grading is most of an attempt's cost.
     memo_grades: bool = True
+    # With a folder, the memo is kept there and shared by every process of the run (workers,
+    # the held-out scorer, a resumed invocation): each change graded once between them.
+    memo_dir: Path | None = None
     _env: AttemptEnvironment | None = None
     _tokenizer: CodeTokenizer | None = None
     _count: int = 0
@@ -189,7 +193,7 @@ class HarnessEnv:
                 work_dir=self.work_dir / "work",
                 run_dir=self.work_dir / "runs",
                 sandbox=plan,
-                grade_memo=GradeMemo() if self.memo_grades else None,
+                grade_memo=GradeMemo(self.memo_dir) if self.memo_grades else None,
             )
         return self._env
 

@@ -53,6 +53,7 @@ from training.tokenizer import CodeTokenizer
 
 Log = Callable[[str], None]
 HELD_OUT_TRAJECTORIES = "held-out-trajectories.jsonl"  # every checkpoint's, for `exact_rise`
+GRADE_MEMO = "grade-memo"  # each distinct change's verdict, shared by the run's processes
 
 
 class RLConfig(BaseModel):
@@ -252,7 +253,7 @@ def run_rl(config: RLConfig, log: Log = print) -> list[dict[str, Any]]:
     learner, tokens = _start(config, tokenizer, log)
     env = HarnessEnv(
         config.out / TOKENIZER_FILE, config.out / "rollouts", config.context_length,
-        config.learner.max_tokens, config.sandbox,
+        config.learner.max_tokens, config.sandbox, memo_dir=config.out / GRADE_MEMO,
     )  # fmt: skip
     scorer = HarnessEnv(**{**env.__getstate__(), "work_dir": config.out / "held-out"})
     metrics_path = config.out / "metrics.jsonl"
@@ -333,7 +334,7 @@ def flat_twin(config: RLConfig, versions: list[int]) -> dict[int, dict[str, Any]
     held = build_micro_tasks(config.out / "micro-held-out", True, ops)
     scorer = HarnessEnv(
         config.out / TOKENIZER_FILE, config.out / "flat-twin", config.context_length,
-        config.learner.max_tokens, config.sandbox,
+        config.learner.max_tokens, config.sandbox, memo_dir=config.out / GRADE_MEMO,
     )  # fmt: skip
     return {
         v: held_out_score(model, scorer, held, config.held_out_samples, v, config.held_out_k)
