@@ -27,6 +27,7 @@ from cursorbench.perturb import (
 )
 from cursorbench.testruns import SuiteRun, run_suite
 from cursorbench.workspace import BUILDER_VERSION, BuiltTask, cache_home, tree_digest
+from harness.home import build_cache
 from harness.kinds.registry import kind_of
 from harness.kinds.testrun import split_args
 from harness.results import TestOutcome
@@ -106,7 +107,7 @@ def pristine_runs(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) ->
     key = _runs_key(
         BUILDER_VERSION, PRISTINE_RUNS, tree_digest(built.original), test_args, *_env_key(built)
     )
-    cached = cache_home() / "pristine" / f"{key}.json"
+    cached = build_cache() / "pristine" / f"{key}.json"
     runs = _load_runs(cached)
     if runs is None:
         timeout = built.task.limits.test_timeout_s
@@ -152,7 +153,7 @@ def perturbed_runs(
             continue
         how = [PERTURB_VERSION, perturbation.model_dump()]
         key = _runs_key(BUILDER_VERSION, how, digest, test_args, *_env_key(built))
-        cached = cache_home() / "perturbed" / f"{key}.json"
+        cached = build_cache() / "perturbed" / f"{key}.json"
         found = _load_runs(cached)
         if found is None:
             found = [
@@ -184,7 +185,7 @@ def split_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Sui
     if parts is None:
         return None
     key = _runs_key(BUILDER_VERSION, "split", tree_digest(built.original), parts, *_env_key(built))
-    cached = cache_home() / "pristine" / f"{key}.json"
+    cached = build_cache() / "pristine" / f"{key}.json"
     found = _load_runs(cached)
     if found is None:
         timeout = built.task.limits.test_timeout_s
@@ -213,7 +214,7 @@ def broken_run(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> Su
         test_args,
         *_env_key(built),
     )
-    cached = cache_home() / "broken" / f"{key}.json"
+    cached = build_cache() / "broken" / f"{key}.json"
     found = _load_runs(cached)
     if found is not None:
         return found[0]
