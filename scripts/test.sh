@@ -27,7 +27,9 @@ workers=${CURSORBENCH_TEST_WORKERS:-3}
 CURSORBENCH_TEST_PHASE=resources .venv/bin/python -m pytest "$@" >"$scratch/resources.log" 2>&1 &
 resources_pid=$!
 parallel=0
-CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" "$@" || parallel=$?
+# Whole files to a worker, the longest files first (tests/conftest.py: LONGEST_FILES).
+CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" \
+    --dist loadfile --no-loadscope-reorder "$@" || parallel=$?
 resources=0
 wait "$resources_pid" || resources=$?
 echo "--- tests of the Docker engine, run beside the others ---"
