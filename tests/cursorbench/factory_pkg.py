@@ -148,3 +148,17 @@ def validate_then_run(tasks: Path, tmp_path: Path) -> dict[str, Any]:
         assert done.returncode == 0, done.stdout + done.stderr
     summary: dict[str, Any] = json.loads((tmp_path / "run" / "summary.json").read_text())
     return summary
+
+
+def propose_from(files: dict[str, str], release: str, out: Path, kind: str) -> dict[str, Any]:
+    """Makes the release's sdist from `files` (in the build cache), runs `tasks propose
+    --kind KIND` on it through the real CLI (exit 0) and returns its `proposals.json`."""
+    name, _, version = release.partition("==")
+    stem = f"{name}-{version}"
+    place_sdist(build_cache(), make_sdist(files, stem, mtime=RELEASED), f"{stem}.tar.gz")
+    command = [sys.executable, "-m", "cursorbench.cli", "tasks", "propose", release,
+               "--out", str(out), "--kind", kind]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary: dict[str, Any] = json.loads((out / "proposals.json").read_text())
+    return summary

@@ -6,8 +6,6 @@ reference resolves and an agent that does nothing fails."""
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,9 +13,7 @@ import pytest
 import yaml
 
 from cursorbench.factory.docs_tasks import example_docstrings, keep_measured, without_examples
-from harness.home import build_cache
-from tests.cursorbench.factory_pkg import validate_then_run
-from tests.cursorbench.sdists import make_sdist, place_sdist
+from tests.cursorbench.factory_pkg import propose_from, validate_then_run
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 TEXTS = '''"""Small text helpers, each with an example."""
@@ -198,13 +194,8 @@ def test_names_whose_doctests_are_not_stable_are_not_asked_for() -> None:
 
 @pytest.mark.slow
 def test_docs_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: Path) -> None:
-    place_sdist(build_cache(), make_sdist(FILES, "dockit-0.1", mtime=1_717_243_200),
-                "dockit-0.1.tar.gz")  # fmt: skip
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "dockit==0.1", "--out", str(out), "--kind", "docs"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    summary = json.loads((out / "proposals.json").read_text())
+    summary = propose_from(FILES, "dockit==0.1", out, "docs")
     assert summary["proposed_by_kind"] == {"docs": 1}, summary
     task = yaml.safe_load((out / "tasks" / "dockit-texts-docs.yaml").read_text())
     assert task["category"] == "documentation" and task["verification"]["kind"] == "docs"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
 import shutil
 import subprocess
 import sys
@@ -25,9 +24,7 @@ from cursorbench.factory.refactor_tasks import (
     structure_test,
 )
 from cursorbench.workspace import apply_operation
-from harness.home import build_cache
-from tests.cursorbench.factory_pkg import validate_then_run
-from tests.cursorbench.sdists import make_sdist, place_sdist
+from tests.cursorbench.factory_pkg import propose_from, validate_then_run
 
 CLI = [sys.executable, "-m", "cursorbench.cli"]
 GEOMETRY = '''"""Plane geometry the shapes are built on."""
@@ -295,13 +292,8 @@ def test_prompts_name_the_new_module_and_vary(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_refactor_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: Path) -> None:
-    place_sdist(build_cache(), make_sdist(FILES, "splitkit-0.2", mtime=1_717_243_200),
-                "splitkit-0.2.tar.gz")  # fmt: skip
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "splitkit==0.2", "--out", str(out), "--kind", "refactor"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    summary = json.loads((out / "proposals.json").read_text())
+    summary = propose_from(FILES, "splitkit==0.2", out, "refactor")
     assert summary["proposed_by_kind"] == {"refactor": 1}, summary
     ident = "splitkit-geometry-split-from-shapes"
     task = yaml.safe_load((out / "tasks" / f"{ident}.yaml").read_text())
