@@ -264,6 +264,14 @@ def test_the_structure_test_passes_the_split_and_fails_a_copy_or_a_reexport(
     failed = "FAILED tests/test_geometry_split.py::"
     assert "passed" in out and f"{failed}test_the_host_still_offers_its_names" in out
     assert f"{failed}test_Shape_is_gone_from_the_host" in out
+    # the definitions moved under an `if` in the host, the new module taking them from there
+    tucked = tmp_path / "tucked"
+    shutil.copytree(merged, tucked)
+    host = (tucked / HOST).read_text().replace("\nclass Shape:", "\nif True:\n  class Shape:")
+    (tucked / HOST).write_text(host, encoding="utf-8")
+    (tucked / SUB).write_text("class Shape:\n    pass\n\nfrom .shapes import Shape  # noqa\n")
+    out = _structure(tucked, candidate).stdout
+    assert f"{failed}test_Shape_is_gone_from_the_host" in out
     # a new module re-exporting the host's code
     exported = tmp_path / "exported"
     shutil.copytree(merged, exported)
