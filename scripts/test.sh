@@ -27,9 +27,7 @@ workers=${CURSORBENCH_TEST_WORKERS:-3}
 CURSORBENCH_TEST_PHASE=resources .venv/bin/python -m pytest "$@" >"$scratch/resources.log" 2>&1 &
 resources_pid=$!
 parallel=0
-# Whole files to a worker, the longest files first (tests/conftest.py: LONGEST_FILES).
-CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" \
-    --dist loadfile --no-loadscope-reorder "$@" || parallel=$?
+CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" "$@" || parallel=$?
 resources=0
 wait "$resources_pid" || resources=$?
 echo "--- tests of the Docker engine, run beside the others ---"

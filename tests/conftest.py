@@ -65,8 +65,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if WHOLE_RUN_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        items.sort(key=_longest_files_first)
     phase = os.environ.get("CURSORBENCH_TEST_PHASE")
     if not phase:
         return
@@ -75,37 +73,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep = [item for item in items if phase_of(item) == phase]
     config.hook.pytest_deselected(items=[item for item in items if item not in keep])
     items[:] = keep
-
-
-# The test files that take longest (`--durations`, whole files; benchmarks/RESULTS.md, "test
-# suite durations"), longest first. Under xdist, `scripts/test.sh` hands out whole files in
-# collection order (`--dist loadfile --no-loadscope-reorder`): these start at once, and the
-# phase ends on short files, not on one worker still in test_rl_learns while the others idle.
-LONGEST_FILES = (
-    "tests/training/rl/test_rl_learns.py",
-    "tests/cursorbench/test_checks.py",
-    "tests/training/test_pipeline.py",
-    "tests/cursorbench/test_canary_order.py",
-    "tests/cursorbench/test_harbor.py",
-    "tests/cursorbench/test_validate.py",
-    "tests/cursorbench/test_factory.py",
-    "tests/training/test_train.py",
-    "tests/harness/test_red_team.py",
-    "tests/cursorbench/test_generality.py",
-    "tests/cursorbench/test_cli.py",
-    "tests/evals/test_baselines.py",
-    "tests/cursorbench/test_leaks.py",
-    "tests/harness/test_red_team_judges.py",
-    "tests/cursorbench/test_perturb.py",
-    "tests/training/test_gate.py",
-    "tests/cursorbench/test_factory_testing.py",
-)
-
-
-def _longest_files_first(item: pytest.Item) -> int:
-    """The sort key (a stable sort keeps each file's tests in their order)."""
-    name = item.path.relative_to(ROOT).as_posix()
-    return LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES)
 
 
 @functools.cache
