@@ -32,6 +32,7 @@ from cursorbench.factory.candidates import other_modules, test_file, top_level_s
 from cursorbench.factory.coverage_map import CoverageMap, dotted_module
 from cursorbench.factory.filters import Proposal
 from cursorbench.factory.measure import Job
+from cursorbench.factory.refactor_template import PER_NAME, STRUCTURE_TEST
 from cursorbench.factory.schedule import Entry
 from cursorbench.task import RemoveFile, ReplaceText
 from harness.pyast import parse_module
@@ -347,82 +348,6 @@ def test_path(tree: Path, testmap: CoverageMap, sub: str) -> str:
     while (tree / path).exists():
         path = path.replace("split", "split_again", 1)
     return path
-
-
-STRUCTURE_TEST = '''\
-"""Written by the task factory: `{sub}` holds its own code again, split out of `{host}`,
-and `{host}` still offers the names it offered."""
-
-import ast
-import importlib
-import inspect
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-SUB, HOST = "{sub}", "{host}"
-DEFINITIONS = {definitions}
-OFFERED = {taken}
-
-
-def _defined_at_top(module):
-    source = Path(inspect.getsourcefile(module)).read_text(encoding="utf-8")
-    return {{
-        node.name for node in ast.parse(source).body
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    }}
-
-
-def _defined_anywhere(module):
-    source = Path(inspect.getsourcefile(module)).read_text(encoding="utf-8")
-    return {{
-        node.name for node in ast.walk(ast.parse(source))
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-    }}
-
-
-def _file_of(value):
-    code = getattr(value, "__code__", None)
-    if code is not None:
-        return code.co_filename
-    methods = [v for v in vars(value).values() if hasattr(v, "__code__")]
-    return methods[0].__code__.co_filename if methods else inspect.getsourcefile(value)
-
-
-def test_the_module_defines_its_code_again():
-    module = importlib.import_module(SUB)
-    own = _defined_at_top(module)
-    missing = [name for name in DEFINITIONS if name not in own]
-    assert not missing, f"{{SUB}} does not define {{missing}}"
-
-
-def test_the_module_imports_on_its_own():
-    path = os.pathsep.join(entry for entry in sys.path if entry)
-    code = f"import {{SUB}}"
-    env = dict(os.environ, PYTHONPATH=path)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-
-
-def test_the_host_still_offers_its_names():
-    module, host = importlib.import_module(SUB), importlib.import_module(HOST)
-    for name in OFFERED:
-        assert getattr(host, name) is getattr(module, name), name
-'''
-
-PER_NAME = """
-
-def test_{name}_is_defined_in_the_new_module():
-    module = importlib.import_module(SUB)
-    path = Path(_file_of(getattr(module, "{name}")))
-    assert path.resolve() == Path(inspect.getsourcefile(module)).resolve()
-
-
-def test_{name}_is_gone_from_the_host():
-    # anywhere in the host: a definition tucked under an `if` is still the host's code
-    assert "{name}" not in _defined_anywhere(importlib.import_module(HOST))
-"""
 
 
 def structure_test(
