@@ -22,6 +22,14 @@ def _defined_at_top(module):
     }
 
 
+def _defined_anywhere(module):
+    source = Path(inspect.getsourcefile(module)).read_text(encoding="utf-8")
+    return {
+        node.name for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
 def _file_of(value):
     code = getattr(value, "__code__", None)
     if code is not None:
@@ -58,7 +66,8 @@ def test_make_regex_is_defined_in_the_new_module():
 
 
 def test_make_regex_is_gone_from_the_host():
-    assert "make_regex" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "make_regex" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_Original_is_defined_in_the_new_module():
@@ -68,7 +77,8 @@ def test_Original_is_defined_in_the_new_module():
 
 
 def test_Original_is_gone_from_the_host():
-    assert "Original" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "Original" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_Binding_is_defined_in_the_new_module():
@@ -78,7 +88,8 @@ def test_Binding_is_defined_in_the_new_module():
 
 
 def test_Binding_is_gone_from_the_host():
-    assert "Binding" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "Binding" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_Position_is_defined_in_the_new_module():
@@ -88,7 +99,8 @@ def test_Position_is_defined_in_the_new_module():
 
 
 def test_Position_is_gone_from_the_host():
-    assert "Position" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "Position" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_Error_is_defined_in_the_new_module():
@@ -98,7 +110,8 @@ def test_Error_is_defined_in_the_new_module():
 
 
 def test_Error_is_gone_from_the_host():
-    assert "Error" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "Error" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_Reader_is_defined_in_the_new_module():
@@ -108,7 +121,8 @@ def test_Reader_is_defined_in_the_new_module():
 
 
 def test_Reader_is_gone_from_the_host():
-    assert "Reader" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "Reader" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_decode_escapes_is_defined_in_the_new_module():
@@ -118,7 +132,8 @@ def test_decode_escapes_is_defined_in_the_new_module():
 
 
 def test_decode_escapes_is_gone_from_the_host():
-    assert "decode_escapes" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "decode_escapes" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_parse_key_is_defined_in_the_new_module():
@@ -128,7 +143,8 @@ def test_parse_key_is_defined_in_the_new_module():
 
 
 def test_parse_key_is_gone_from_the_host():
-    assert "parse_key" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "parse_key" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_parse_unquoted_value_is_defined_in_the_new_module():
@@ -138,7 +154,8 @@ def test_parse_unquoted_value_is_defined_in_the_new_module():
 
 
 def test_parse_unquoted_value_is_gone_from_the_host():
-    assert "parse_unquoted_value" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "parse_unquoted_value" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_parse_value_is_defined_in_the_new_module():
@@ -148,7 +165,8 @@ def test_parse_value_is_defined_in_the_new_module():
 
 
 def test_parse_value_is_gone_from_the_host():
-    assert "parse_value" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "parse_value" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_parse_binding_is_defined_in_the_new_module():
@@ -158,7 +176,8 @@ def test_parse_binding_is_defined_in_the_new_module():
 
 
 def test_parse_binding_is_gone_from_the_host():
-    assert "parse_binding" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "parse_binding" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_parse_stream_is_defined_in_the_new_module():
@@ -168,4 +187,5 @@ def test_parse_stream_is_defined_in_the_new_module():
 
 
 def test_parse_stream_is_gone_from_the_host():
-    assert "parse_stream" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "parse_stream" not in _defined_anywhere(importlib.import_module(HOST))

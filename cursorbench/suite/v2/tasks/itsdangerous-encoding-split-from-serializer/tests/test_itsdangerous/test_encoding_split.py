@@ -22,6 +22,14 @@ def _defined_at_top(module):
     }
 
 
+def _defined_anywhere(module):
+    source = Path(inspect.getsourcefile(module)).read_text(encoding="utf-8")
+    return {
+        node.name for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+
+
 def _file_of(value):
     code = getattr(value, "__code__", None)
     if code is not None:
@@ -58,7 +66,8 @@ def test_want_bytes_is_defined_in_the_new_module():
 
 
 def test_want_bytes_is_gone_from_the_host():
-    assert "want_bytes" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "want_bytes" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_base64_encode_is_defined_in_the_new_module():
@@ -68,7 +77,8 @@ def test_base64_encode_is_defined_in_the_new_module():
 
 
 def test_base64_encode_is_gone_from_the_host():
-    assert "base64_encode" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "base64_encode" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_base64_decode_is_defined_in_the_new_module():
@@ -78,7 +88,8 @@ def test_base64_decode_is_defined_in_the_new_module():
 
 
 def test_base64_decode_is_gone_from_the_host():
-    assert "base64_decode" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "base64_decode" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_int_to_bytes_is_defined_in_the_new_module():
@@ -88,7 +99,8 @@ def test_int_to_bytes_is_defined_in_the_new_module():
 
 
 def test_int_to_bytes_is_gone_from_the_host():
-    assert "int_to_bytes" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "int_to_bytes" not in _defined_anywhere(importlib.import_module(HOST))
 
 
 def test_bytes_to_int_is_defined_in_the_new_module():
@@ -98,4 +110,5 @@ def test_bytes_to_int_is_defined_in_the_new_module():
 
 
 def test_bytes_to_int_is_gone_from_the_host():
-    assert "bytes_to_int" not in _defined_at_top(importlib.import_module(HOST))
+    # anywhere in the host: a definition tucked under an `if` is still the host's code
+    assert "bytes_to_int" not in _defined_anywhere(importlib.import_module(HOST))
