@@ -98,10 +98,21 @@ def _target_probability(model: Transformer) -> float:
     return sum(found) / len(found)
 
 
+def _sampled_reward(model: Transformer, max_tokens: int = 16, samples: int = 32) -> float:
+    """The policy's mean reward over the same seeds every time (common random numbers): two
+    checkpoints differ only by their weights, not by the draw, as the training batches do."""
+    total = 0.0
+    for task in TASKS:
+        for seed in range(samples):
+            segment = Sampler(model).sample(task.prompt, max_tokens, set(), seed=seed)
+            total += sum(t == task.target for t in segment.tokens) / len(segment.tokens)
+    return total / (len(TASKS) * samples)
+
+
 @pytest.mark.slow  # 12 learner steps with two worker processes: 15-45 s here
 def test_inflight_rl_keeps_the_lag_within_the_bound_and_the_reward_rises() -> None:
     model = moe_policy()
-    before = _target_probability(model)
+    before, reward_before = _target_probability(model), _sampled_reward(model)
     config = LearnerConfig(group_size=4, max_tokens=16, lr=3e-2)
     workers = _workers(model, 2, inflight=True, max_tokens=16)
     try:
@@ -113,11 +124,12 @@ def test_inflight_rl_keeps_the_lag_within_the_bound_and_the_reward_rises() -> No
     assert max(stats.lags) <= 1
     assert max(stats.lags) == 1  # the bound was reached: tokens older than the learner trained
     # In-flight batches differ from run to run (which worker's rollouts land first), so the
-    # sampled rewards do too: three runs here rose by 0.065, 0.23 and 0.27 (last three steps
-    # against the first three), and the target's probability went from 0.03 to 0.22-0.34.
+    # training batches' rewards are noisy: eight samples a step rose by 0.065-0.27 (last
+    # three steps against the first three) in three runs, and by 0.016 in a CI run under
+    # load. The policy's reward on the same 64 draws before and after is what rose.
     assert _target_probability(model) > 3 * before
-    rewards = [step.mean_reward for step in stats.steps]
-    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.03, rewards
+    reward_after = _sampled_reward(model)
+    assert reward_after > reward_before + 0.03, (reward_before, reward_after)
 
 
 def test_lossless_deltas_keep_the_workers_view_bit_exact_and_bf16_is_smaller() -> None:
