@@ -314,12 +314,14 @@ def warn_fallback(reason: str) -> None:
     log.warning("%s: %s", KILL_FALLBACK_WARNING, reason)
 
 
-def sweep_stale_homes() -> int:
-    """Removes the homes of harness processes that no longer exist, killing what is left in
-    them; returns how many."""
-    parent = _parent()
-    if isinstance(parent, str):
-        return 0
+def sweep_stale_homes(parent: Path | None = None) -> int:
+    """Removes the homes under `parent` (by default the `cursorbench` folder) of harness
+    processes that no longer exist, killing what is left in them; returns how many."""
+    if parent is None:
+        found = _parent()
+        if isinstance(found, str):
+            return 0
+        parent = found
     swept = 0
     with contextlib.suppress(OSError):
         for home in parent.iterdir():

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,16 +78,28 @@ def test_closing_the_home_ends_what_any_command_left_and_removes_it(
 
 
 def test_the_homes_of_dead_harnesses_are_swept(tmp_path: Path) -> None:
-    name = f"sandbox-{_unused_pid()}-deadbeef0000"
-    groups = cmdgroups.CommandGroups.create(name)
-    group = groups.command()
-    mark = leftovers_kit.new_mark()
-    left = _start_in(group.folder, tmp_path, "leader", mark)
-    _wait_for(mark, 1)
-    assert cmdgroups.sweep_stale_homes() >= 1
-    assert not groups.home.exists()
-    assert leftovers_kit.still_running(mark) == []
-    left.wait(10)
+    # A folder of its own: a sweep by another test worker would take the dead home first.
+    outer = cmdgroups.CommandGroups.create(f"tests-{uuid.uuid4().hex[:12]}")
+    parent = outer.home
+    home = parent / f"sandbox-{_unused_pid()}-deadbeef0000"
+    home.mkdir()
+    alive = parent / f"sandbox-{os.getpid()}-0000deadbeef"
+    alive.mkdir()
+    try:
+        group = cmdgroups.CommandGroups(home, owned=True).command()
+        mark = leftovers_kit.new_mark()
+        left = _start_in(group.folder, tmp_path, "leader", mark)
+        _wait_for(mark, 1)
+        assert cmdgroups.sweep_stale_homes(parent) == 1
+        assert not home.exists()
+        assert alive.exists()  # its harness (this process) still runs
+        assert leftovers_kit.still_running(mark) == []
+        left.wait(10)
+    finally:
+        for folder in (home, alive):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        outer.close()
 
 
 def _unused_pid() -> int:
