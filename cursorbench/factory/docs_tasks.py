@@ -121,6 +121,9 @@ def without_examples(docstring: str) -> str:
     dropped = examples | _empty_headings(lines, examples)
     out: list[str] = []
     for at, line in enumerate(lines):
+        if at == 0 and at not in dropped:
+            out.append(line)  # the opening quotes' line, empty or not, stays as it is
+            continue
         if at in dropped or (not line.strip() and (not out or not out[-1].strip())):
             continue
         out.append(line)

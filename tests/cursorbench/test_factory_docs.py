@@ -164,6 +164,10 @@ def test_examples_go_and_the_prose_and_layout_stay() -> None:
     assert without_examples(one) == "Creates one.\n\n        "
     kept = "Example with prose:\n    Call it.\n\n    >>> f()\n    1\n    "
     assert without_examples(kept) == "Example with prose:\n    Call it.\n    "
+    # text on the line after the opening quotes stays there (else only the lines it moved
+    # would differ, and the build's leak scan would find the answer's prose in them)
+    opened = "\n    Joins them.\n\n    >>> join()\n    1\n    "
+    assert without_examples(opened) == "\n    Joins them.\n    "
 
 
 def test_every_docstring_loses_its_examples_and_the_public_plain_ones_are_asked_for() -> None:
