@@ -5,12 +5,11 @@ functions is exercised by a whole test file and by nothing else."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from harness.home import build_cache
+from tests.cli_runner import cursorbench
 from tests.cursorbench.sdists import make_sdist, place_sdist
 
 CASES = r'''"""Converting identifiers between naming styles."""
@@ -137,14 +136,14 @@ def place_wordkit() -> str:
 
 def validate_then_run(tasks: Path, tmp_path: Path) -> dict[str, Any]:
     """`tasks validate` then `cursorbench run` (the reference solver) on proposed tasks,
-    through the real CLI, each exiting 0; the run's `summary.json`."""
+    through the real CLI (in this process: `tests/cli_runner.py`), each exiting 0; the run's
+    `summary.json`."""
     for argv in (
         ["tasks", "validate", "--tasks", str(tasks)],
         ["run", "--tasks", str(tasks), "--out", str(tmp_path / "run"),
          "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}"],
     ):  # fmt: skip
-        command = [sys.executable, "-m", "cursorbench.cli", *argv]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        done = cursorbench(*argv)
         assert done.returncode == 0, done.stdout + done.stderr
     summary: dict[str, Any] = json.loads((tmp_path / "run" / "summary.json").read_text())
     return summary
@@ -152,13 +151,12 @@ def validate_then_run(tasks: Path, tmp_path: Path) -> dict[str, Any]:
 
 def propose_from(files: dict[str, str], release: str, out: Path, kind: str) -> dict[str, Any]:
     """Makes the release's sdist from `files` (in the build cache), runs `tasks propose
-    --kind KIND` on it through the real CLI (exit 0) and returns its `proposals.json`."""
+    --kind KIND` on it through the real CLI (in this process, exit 0) and returns its
+    `proposals.json`."""
     name, _, version = release.partition("==")
     stem = f"{name}-{version}"
     place_sdist(build_cache(), make_sdist(files, stem, mtime=RELEASED), f"{stem}.tar.gz")
-    command = [sys.executable, "-m", "cursorbench.cli", "tasks", "propose", release,
-               "--out", str(out), "--kind", kind]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = cursorbench("tasks", "propose", release, "--out", str(out), "--kind", kind)
     assert done.returncode == 0, done.stdout + done.stderr
     summary: dict[str, Any] = json.loads((out / "proposals.json").read_text())
     return summary

@@ -4,8 +4,6 @@ goes from `tasks propose` to a task `tasks validate` accepts; and its parts."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,52 +12,32 @@ import yaml
 
 from cursorbench.factory.prompts import PromptFacts, offline_prompt, prompt_problems
 from cursorbench.factory.release import parse_requirement
+from tests.cli_runner import cursorbench
 from tests.cursorbench.factory_pkg import place_wordkit, validate_then_run
-
-CLI = [sys.executable, "-m", "cursorbench.cli"]
-
-
-@pytest.mark.slow
-def test_propose_then_validate(tmp_path: Path) -> None:
-    place_wordkit()
-    out = tmp_path / "proposed"
-    done = subprocess.run(
-        [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "3"],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    summary = json.loads((out / "proposals.json").read_text())
-    assert summary["released"] == "2024-06-01" and summary["proposed"] >= 1
-    assert summary["failed_by_filter"]["size"] >= 1
-    done = subprocess.run(
-        [*CLI, "tasks", "validate", "--tasks", str(out)], capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 @pytest.mark.slow
 def test_bugs_propose_on_two_jobs_validate_then_resume(tmp_path: Path) -> None:
-    """`--kind both --jobs 2` proposes a debugging task too, `tasks validate` accepts what
-    was proposed, and a rerun with the same --out measures nothing again."""
+    """`--kind both --jobs 2` proposes a new-feature (deletion) task and a debugging task,
+    `tasks validate` accepts what was proposed, and a rerun with the same --out measures
+    nothing again."""
     place_wordkit()
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "both"]
-    done = subprocess.run([*command, "--jobs", "2"], capture_output=True, text=True, timeout=900)
+    command = ["tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "both"]
+    done = cursorbench(*command, "--jobs", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "[1/" in done.stderr  # progress lines
     summary = json.loads((out / "proposals.json").read_text())
+    assert summary["released"] == "2024-06-01"  # wordkit's PKG-INFO date
+    assert summary["failed_by_filter"]["size"] >= 1
     bugs = [c for c in summary["candidates"] if c["kind"] == "bugs" and c["failed"] is None]
     assert bugs and summary["proposed_by_kind"]["deletion"] >= 1
     task = (out / "tasks" / f"{bugs[0]['task_id']}.yaml").read_text()
     assert "category: debugging" in task and "kind: bug_injection" in task
     assert "cases.py" not in task.split("source:")[0]  # the report never names the place
-    done = subprocess.run(
-        [*CLI, "tasks", "validate", "--tasks", str(out / "tasks")], capture_output=True,
-        text=True, timeout=900,
-    )  # fmt: skip
+    done = cursorbench("tasks", "validate", "--tasks", str(out))  # the folder: its tasks/
     assert done.returncode == 0, done.stdout + done.stderr
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = cursorbench(*command)
     assert done.returncode == 0, done.stdout + done.stderr
     again = json.loads((out / "proposals.json").read_text())
     assert again["measured_now"] == 0 and again["coverage_reused"] is True
@@ -70,9 +48,7 @@ def test_bugs_propose_on_two_jobs_validate_then_resume(tmp_path: Path) -> None:
     data = yaml.safe_load(path.read_text())
     written, data["prompt"] = data["prompt"], "a prompt an older writer wrote"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    done = subprocess.run(
-        [*command, "--rewrite-prompts"], capture_output=True, text=True, timeout=300
-    )  # fmt: skip
+    done = cursorbench(*command, "--rewrite-prompts")
     assert done.returncode == 0, done.stdout + done.stderr
     again = json.loads((out / "proposals.json").read_text())
     assert (again["measured_now"], again["prompts_rewritten"]) == (0, 1)
@@ -86,8 +62,8 @@ def test_followups_propose_validate_and_resolve_with_the_reference(tmp_path: Pat
     answering after the earlier turns, resolves through `cursorbench run`."""
     place_wordkit()
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "iterate"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    command = ["tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "iterate"]
+    done = cursorbench(*command)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((out / "proposals.json").read_text())
     assert summary["proposed_by_kind"].get("iterate", 0) >= 1
@@ -264,8 +240,8 @@ def test_a_task_moved_into_a_suite_is_not_proposed_again_by_a_newer_factory(
 
     place_wordkit()
     out, suite = tmp_path / "proposed", tmp_path / "suite"
-    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "1"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    command = ["tasks", "propose", "wordkit==0.3", "--out", str(out), "--max", "1"]
+    done = cursorbench(*command)
     assert done.returncode == 0, done.stdout + done.stderr
     [task] = sorted((out / "tasks").glob("*.yaml"))
     review.record(out, task.stem, "accept", "fine")
@@ -274,6 +250,6 @@ def test_a_task_moved_into_a_suite_is_not_proposed_again_by_a_newer_factory(
     for row in data["candidates"]:
         row["candidate_digest"] = "changed-since"  # as a newer factory's candidates are
     (out / "proposals.json").write_text(json.dumps(data))
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = cursorbench(*command)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (out / "tasks" / task.name).exists() and (suite / "tasks" / task.name).exists()

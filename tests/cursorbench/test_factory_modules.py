@@ -4,8 +4,6 @@ re-exporting by name or by star import)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,11 +13,10 @@ from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.modules import enumerate_modules, module_importers
 from cursorbench.task import RemoveFile
 from harness.home import build_cache
+from tests.cli_runner import cursorbench
 from tests.cursorbench.factory_pkg import validate_then_run
 from tests.cursorbench.sdists import make_sdist, place_sdist
 from tests.cursorbench.test_factory_parts import _tree
-
-CLI = [sys.executable, "-m", "cursorbench.cli"]
 
 SHAPES = '''"""Areas and perimeters."""
 
@@ -114,8 +111,7 @@ def test_a_module_task_is_proposed_validated_and_resolved(tmp_path: Path) -> Non
     the reference solver resolves it through `cursorbench run`."""
     place_sdist(build_cache(), make_sdist(SHAPEKIT, "shapekit-1.0"), "shapekit-1.0.tar.gz")
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "shapekit==1.0", "--out", str(out), "--max", "3"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = cursorbench("tasks", "propose", "shapekit==1.0", "--out", str(out), "--max", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     path = out / "tasks" / "shapekit-shapes-module.yaml"
     assert path.is_file(), done.stderr

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import subprocess
-import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -35,6 +33,7 @@ from cursorbench.factory.filters import (
 from cursorbench.factory.release import Release, check_fresh, release_date
 from cursorbench.sources import SourceError
 from cursorbench.task import PackageSource
+from tests.cli_runner import cursorbench
 from tests.cursorbench.factory_pkg import place_wordkit
 
 MODULE = '''"""A module."""
@@ -236,9 +235,9 @@ def test_check_fresh() -> None:
 
 def test_cli_refuses_an_old_release_in_one_line(tmp_path: Path) -> None:
     place_wordkit()  # its PKG-INFO is dated 2024-06-01
-    command = [sys.executable, "-m", "cursorbench.cli", "tasks", "propose", "wordkit==0.3"]
+    command = ["tasks", "propose", "wordkit==0.3"]
     command += ["--out", str(tmp_path / "out"), "--released-after", "2025-01-01"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    done = cursorbench(*command)
     assert done.returncode != 0
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert len(lines) == 1 and "released 2024-06-01, not after 2025-01-01" in lines[0]

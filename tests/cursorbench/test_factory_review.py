@@ -5,8 +5,6 @@ and a package going from `propose --kind review` to a task `tasks validate` acce
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,9 +15,9 @@ from cursorbench.factory.measure import Job
 from cursorbench.factory.review_tasks import anchors, review_prompt, review_spec
 from cursorbench.factory.schedule import Entry, Scheduler
 from cursorbench.task import ReplaceText
+from tests.cli_runner import cursorbench
 from tests.cursorbench.factory_pkg import place_wordkit, validate_then_run
 
-CLI = [sys.executable, "-m", "cursorbench.cli"]
 TEXT = """def f(a, b):
     if a < b:
         return a
@@ -116,8 +114,8 @@ def test_review_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: 
     `cursorbench run`."""
     place_wordkit()
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "review"]
-    done = subprocess.run([*command, "--max", "1"], capture_output=True, text=True, timeout=600)
+    command = ["tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "review"]
+    done = cursorbench(*command, "--max", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((out / "proposals.json").read_text())
     assert summary["proposed_by_kind"].get("review", 0) == 1
@@ -129,19 +127,18 @@ def test_review_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: 
     facts = {fact["key"]: fact for fact in task["verification"]["facts"]}
     assert "defect_1" in facts and facts["functions"]["kind"] == "names"
     # a rerun of another kind in the same folder keeps the review task, and its functions
-    bugs = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "bugs"]
-    done = subprocess.run([*bugs, "--max", "1"], capture_output=True, text=True, timeout=600)
+    bugs = ["tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "bugs"]
+    done = cursorbench(*bugs, "--max", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert path.is_file()
     # also once the review task was accepted and moved into a suite: and a rerun of its
     # own kind does not propose it again
     suite = tmp_path / "suite"
-    accept = [*CLI, "tasks", "review", str(out), "--accept", path.stem, "--move-to", str(suite)]
-    done = subprocess.run(accept, capture_output=True, text=True, timeout=120)
+    done = cursorbench("tasks", "review", str(out), "--accept", path.stem, "--move-to", str(suite))
     assert done.returncode == 0, done.stdout + done.stderr
-    done = subprocess.run([*bugs, "--max", "1"], capture_output=True, text=True, timeout=600)
+    done = cursorbench(*bugs, "--max", "1")
     assert done.returncode == 0, done.stdout + done.stderr
-    done = subprocess.run([*command, "--max", "1"], capture_output=True, text=True, timeout=600)
+    done = cursorbench(*command, "--max", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert not path.exists() and (suite / "tasks" / path.name).is_file()
     assert json.loads((out / "proposals.json").read_text())["measured_now"] == 0

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,10 +22,9 @@ from cursorbench.task import PackageSource, RemoveFile, Task
 from harness.home import build_cache
 from harness.kinds.mutants import MutantsVerification, apply_mutant
 from harness.patch import glob_regex
+from tests.cli_runner import cursorbench
 from tests.cursorbench.sdists import make_sdist, place_sdist
 from tests.cursorbench.test_factory_parts import _tree
-
-CLI = [sys.executable, "-m", "cursorbench.cli"]
 
 RANGES = '''"""Integer ranges: clamping, overlap, spans and chunks."""
 
@@ -314,8 +311,8 @@ def test_a_testing_task_is_proposed_and_validated(tmp_path: Path) -> None:
     workspace (no tests) and the stub (every test raising) do not."""
     place_sdist(build_cache(), make_sdist(RANGEKIT, "rangekit-1.0"), "rangekit-1.0.tar.gz")
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "rangekit==1.0", "--out", str(out), "--kind", "testing"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    command = ["tasks", "propose", "rangekit==1.0", "--out", str(out), "--kind", "testing"]
+    done = cursorbench(*command)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((out / "proposals.json").read_text())
     rows = {row["file"]: row for row in summary["candidates"]}
@@ -333,15 +330,12 @@ def test_a_testing_task_is_proposed_and_validated(tmp_path: Path) -> None:
     assert not any(m["new"].strip() == "if value <= low:" for m in check["mutants"])
     assert "`tests/test_ranges.py`" in task["prompt"]
     report = tmp_path / "report"
-    done = subprocess.run(
-        [*CLI, "tasks", "validate", "--tasks", str(out / "tasks"), "--report", str(report)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+    done = cursorbench("tasks", "validate", "--tasks", str(out / "tasks"), "--report", str(report))
     assert done.returncode == 0, done.stdout + done.stderr
     (record,) = json.loads((report / "validation.json").read_text())["tasks"]
     assert record["valid"] and record["reference_resolved"]
     assert not record["untouched_resolved"] and not record["stub_resolved"]
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    again = cursorbench(*command)
     assert again.returncode == 0, again.stdout + again.stderr
     resumed = json.loads((out / "proposals.json").read_text())
     assert resumed["measured_now"] == 0 and resumed["resumed"] == 1

@@ -6,8 +6,6 @@ resolves."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,9 @@ import yaml
 
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.usages import enumerate_usages, usage_spec
+from tests.cli_runner import cursorbench
 from tests.cursorbench.factory_pkg import place_wordkit, validate_then_run
 
-CLI = [sys.executable, "-m", "cursorbench.cli"]
 CORE = '''"""Core helpers."""
 
 __all__ = ["norm", "pad"]
@@ -122,8 +120,7 @@ def test_the_task_takes_out_the_tests_that_run_it(tmp_path: Path) -> None:
 def test_usage_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: Path) -> None:
     place_wordkit()
     out = tmp_path / "proposed"
-    command = [*CLI, "tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "usages"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    done = cursorbench("tasks", "propose", "wordkit==0.3", "--out", str(out), "--kind", "usages")
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads((out / "proposals.json").read_text())
     assert summary["proposed_by_kind"].get("usages", 0) >= 1
