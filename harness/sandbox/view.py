@@ -365,21 +365,35 @@ def trees_folder() -> Path:
 # A tree no process has opened for this long is removed when another is opened: each
 # change of the Python environment or the packages makes a new one (~120 MB).
 UNUSED_TREE_S = 7 * 24 * 3600
+# Opening a tree marks it used (its marker's time) only when the mark is older than this:
+# the marker lies in what the leak scan walks, and a mark by every process that opens the
+# tree (each test worker, CLI and factory job) changed the scan's environment fingerprint
+# each time, so its cache (`cursorbench.leaks`) was stale and every build grepped again.
+MARK_EVERY_S = 3600
 
 
 @functools.cache
 def system_tree() -> Path:
     """The system files as a tree of copies, built once per `view_key` (about 70 MB here);
     bubblewrap binds its top folders over the host's. Opening it marks it used (its marker's
-    time) and removes trees of other keys unused for `UNUSED_TREE_S`."""
+    time, at most every `MARK_EVERY_S`) and removes trees of other keys unused for
+    `UNUSED_TREE_S`."""
     root = trees_folder() / view_key()
     try:
         build_once(root, view_key(), _build_tree, marker=READY)
-        os.utime(root / READY)
+        mark_used(root / READY)
     except OSError as error:
         raise SandboxUnavailable(f"cannot build the sandbox's system tree: {error}") from None
     prune_trees(root.parent, keep=root.name)
     return root
+
+
+def mark_used(marker: Path, every_s: float = MARK_EVERY_S) -> bool:
+    """Sets the marker's time to now if it is older than `every_s`; whether it did."""
+    if time.time() - marker.stat().st_mtime <= every_s:
+        return False
+    os.utime(marker)
+    return True
 
 
 def prune_trees(folder: Path, keep: str, unused_s: float = UNUSED_TREE_S) -> list[str]:

@@ -38,3 +38,22 @@ def test_trees_of_other_keys_unused_for_a_week_are_pruned(tmp_path: Path) -> Non
     tree("building", None)  # no marker yet: another process is making it
     assert prune_trees(tmp_path, keep="current") == ["old"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["building", "current", "recent"]
+
+
+def test_opening_a_tree_marks_it_used_only_when_the_mark_is_old(tmp_path: Path) -> None:
+    """The marker lies in what the leak scan walks: a mark at every opening would change the
+    scan's environment fingerprint and make its cache stale."""
+    import os
+    import time
+
+    from harness.sandbox.view import MARK_EVERY_S, UNUSED_TREE_S, mark_used
+
+    marker = tmp_path / "marker"
+    marker.write_text("k")
+    recent = time.time() - MARK_EVERY_S / 2
+    os.utime(marker, (recent, recent))
+    assert not mark_used(marker) and abs(marker.stat().st_mtime - recent) < 1e-3
+    old = time.time() - MARK_EVERY_S - 60
+    os.utime(marker, (old, old))
+    assert mark_used(marker) and time.time() - marker.stat().st_mtime < 60
+    assert MARK_EVERY_S < UNUSED_TREE_S / 24  # a tree in use is never pruned for a late mark
