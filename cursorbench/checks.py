@@ -175,7 +175,7 @@ def network_problem(runs: list[SuiteRun]) -> str | None:
     )
 
 
-def _asked(check: Verification, test: str) -> bool:
+def asked(check: Verification, test: str) -> bool:
     """Whether a failing test is one the task asks for: a docs task's doctest items are
     only its documented names' (`factory/docs_tasks.py` removes other examples too)."""
     if not isinstance(check, DocsVerification) or not test.startswith(f"{check.documented_file}::"):
@@ -221,7 +221,7 @@ def derive_tests(
     failing = [t for t in stable if broken.outcomes.get(t) is not TestOutcome.PASSED]
     passing = [t for t in stable if broken.outcomes.get(t) is TestOutcome.PASSED]
     hidden = kind_of(check).failing_by_design(check)  # e.g. a docs task's doctests too
-    inside = [t for t in failing if t.split("::")[0] in hidden and _asked(tests, t)]
+    inside = [t for t in failing if t.split("::")[0] in hidden and asked(tests, t)]
     spilled = [t for t in failing if t.split("::")[0] not in hidden]
     visible_stable = [t for t in stable if t.split("::")[0] not in hidden]
     if len(inside) < MIN_FAIL_TO_PASS:

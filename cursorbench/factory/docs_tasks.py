@@ -34,7 +34,10 @@ from cursorbench.factory.filters import Proposal, canary_failure
 from cursorbench.factory.measure import Job
 from cursorbench.factory.release import Release, base_spec
 from cursorbench.factory.schedule import Entry
+from cursorbench.workspace import BuiltTask
+from harness.kinds.docs import DocsVerification, example_problem, run_probe
 from harness.pyast import parse_module
+from harness.sandbox.protocol import SandboxBackend
 
 MIN_DOCUMENTED = 5
 MAX_DOCUMENTED = 20
@@ -254,6 +257,26 @@ def keep_measured(data: dict[str, object], fail_to_pass: list[str]) -> int:
     kept = [name for name, item in rows if item in measured]
     data["verification"] = {**check, "documented": kept}
     return len(kept)
+
+
+def keep_called(
+    data: dict[str, object], built: BuiltTask, sandboxes: SandboxBackend, scratch: Path
+) -> tuple[str, str] | None:
+    """Drops from a measured docs task's `documented` the names whose examples in the
+    original never call them (an example of `Graph.copy` where `MultiGraph.copy` is asked
+    for): the docs kind would fail the reference for them. The failure, when fewer than
+    `MIN_DOCUMENTED` are left or the probe did not finish; else None."""
+    check = data["verification"]
+    assert isinstance(check, dict)
+    model = DocsVerification.model_validate(check)
+    probe = run_probe(built.prepared(), model, built.reference_patch, sandboxes, scratch)
+    if probe is None:
+        return "reference_graded", "the reference's examples did not finish"
+    kept = [name for name in model.documented if example_problem(probe, name) is None]
+    data["verification"] = {**check, "documented": kept}
+    if len(kept) < MIN_DOCUMENTED:
+        return "reference_graded", f"the reference's examples call {len(kept)} of the names"
+    return None
 
 
 PROMPTS = (

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from cursorbench import answer
-from cursorbench.checks import derive_tests
+from cursorbench.checks import asked, derive_tests
 from cursorbench.factory.bug_prompts import BugFacts, symptoms, write_bug_report
 from cursorbench.factory.filters import measured_failure
 from cursorbench.factory.prompts import (
@@ -33,6 +33,7 @@ from cursorbench.loader import TaskFileError, load_task, load_task_for_derive
 from cursorbench.suites import _Literal
 from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
 from harness.home import self_test_folder
+from harness.kinds.docs import DocsVerification
 from harness.kinds.registry import kind_of
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
@@ -137,8 +138,9 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
         return Measured(job.key, failure=("build", str(error)), measured=False)
     root = cache_home() / "validate"
     root.mkdir(parents=True, exist_ok=True)
+    sandboxes = sandboxes_for(built, job.backend)
     with tempfile.TemporaryDirectory(dir=root) as scratch:
-        derived = derive_tests(built, sandboxes_for(built, job.backend), Path(scratch), False)
+        derived = derive_tests(built, sandboxes, Path(scratch), False)
     done = Measured(
         job.key, fail_to_pass=derived.fail_to_pass, pass_to_pass=len(derived.pass_to_pass),
         spilled=len(derived.spilled), changed_lines=answer.reference_changed_lines(built),
@@ -150,10 +152,14 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
         return done
     if job.review is not None:
         return _write_review(job, data, done, derived.fail_to_pass)
-    if job.kind == "docs":  # the names whose doctests are stable, and their prompt
-        from cursorbench.factory.docs_tasks import keep_measured, measured_prompt
+    if job.kind == "docs":  # the names whose doctests are stable and called, and their prompt
+        from cursorbench.factory.docs_tasks import keep_called, keep_measured, measured_prompt
 
         keep_measured(data, derived.fail_to_pass)
+        with tempfile.TemporaryDirectory(dir=root) as scratch:
+            done.failure = keep_called(data, built, sandboxes, Path(scratch))
+        if done.failure is not None:
+            return done
         prompt, done.prompt_writer = measured_prompt(data, job.key, job.module), "offline"
     elif job.prompt:  # a refactor's, written offline before it was measured
         prompt, done.prompt_writer = job.prompt, "offline"
@@ -164,7 +170,11 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
         prompt, done.prompt_writer = _prompt(job, derived.fail_to_pass)
     check = data["verification"]
     assert isinstance(check, dict)
-    check["fail_to_pass"], check["pass_to_pass"] = derived.fail_to_pass, derived.pass_to_pass
+    fail_to_pass = derived.fail_to_pass
+    if job.kind == "docs":  # only the doctest items of the names kept
+        docs = DocsVerification.model_validate(check)
+        fail_to_pass = [test for test in fail_to_pass if asked(docs, test)]
+    check["fail_to_pass"], check["pass_to_pass"] = fail_to_pass, derived.pass_to_pass
     data["prompt"] = _Literal(prompt) if "\n" in prompt else prompt
     write_spec(job.path, data)
     write_authored(job.path, job.authored)

@@ -94,6 +94,15 @@ class Counter:
         return self.count
 
 
+def echo(text):
+    """The text as it is (its example shows another function: not asked for).
+
+    >>> shout("x")
+    'X!'
+    """
+    return text
+
+
 def wrap(function):
     return function
 
@@ -173,7 +182,7 @@ def test_examples_go_and_the_prose_and_layout_stay() -> None:
 def test_every_docstring_loses_its_examples_and_the_public_plain_ones_are_asked_for() -> None:
     found = example_docstrings(TEXTS)
     asked = ["shout", "whisper", "initials", "repeat", "vowels", "Counter", "Counter.tick"]
-    assert [d.name for d in found if d.asked] == asked
+    assert [d.name for d in found if d.asked] == [*asked, "echo"]
     assert [d.name for d in found if not d.asked] == ["decorated", "_private"]
     for item in found:
         assert TEXTS.count(item.old) == 1 and ">>>" not in item.new
@@ -208,8 +217,11 @@ def test_docs_tasks_propose_validate_and_resolve_with_the_reference(tmp_path: Pa
     assert check["documented"] == [
         "shout", "whisper", "initials", "repeat", "vowels", "Counter", "Counter.tick",
     ]  # fmt: skip
+    # echo's doctest passes with its examples, but they never call it: neither asked nor graded
+    assert "src/dockit/texts.py::dockit.texts.echo" not in check["fail_to_pass"]
     assert "src/dockit/texts.py::dockit.texts.Counter.tick" in check["fail_to_pass"]
-    assert len(task["mutation"]["operations"]) == 9  # the unasked examples go too
+    assert "echo" not in task["prompt"]
+    assert len(task["mutation"]["operations"]) == 10  # the unasked examples go too
     graded = check["fail_to_pass"] + check["pass_to_pass"]
     assert not any(t.endswith((".decorated", "._private")) for t in graded)
     assert "shout" in task["prompt"] and "Counter.tick" in task["prompt"]
