@@ -5,9 +5,6 @@ passes full validation with the suite's own commands."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +12,9 @@ import pytest
 from cursorbench.loader import load_tasks
 from cursorbench.suites import suite_path
 from cursorbench.task import PackageSource
+from tests.cli_runner import cursorbench
 
 TASK = Path(__file__).parent / "data" / "inflection-plurals.yaml"
-CLI = [sys.executable, "-m", "cursorbench.cli"]
 
 
 def test_the_generality_task_uses_a_package_the_suite_does_not() -> None:
@@ -32,12 +29,8 @@ def test_the_generality_task_uses_a_package_the_suite_does_not() -> None:
 @pytest.mark.slow
 def test_a_task_for_another_package_builds_and_validates(tmp_path: Path) -> None:
     """Fetches the pinned sdist (network to the package index), then the full checks."""
-    env = os.environ.copy()
     report = tmp_path / "report"
-    done = subprocess.run(
-        [*CLI, "tasks", "validate", "--tasks", str(TASK), "--report", str(report)],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+    done = cursorbench("tasks", "validate", "--tasks", str(TASK), "--report", str(report))
     assert done.returncode == 0, done.stdout + done.stderr
     (record,) = json.loads((report / "validation.json").read_text())["tasks"]
     assert record["valid"] and record["problems"] == []

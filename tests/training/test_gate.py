@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, func, select, text, update
 
 from leaderboard.gate import GateRules
 from leaderboard.schema import CheckpointRow, RunRow
+from tests.cli_runner import cursorbench
 from training.gate import CheckpointGate, GateConfig, load_gate_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,10 +106,8 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
         assert conn.scalar(select(func.count()).select_from(RunRow)) == runs_before + 1
     engine.dispose()
 
-    listed = subprocess.run(
-        [sys.executable, "-m", "cursorbench.cli", "runs", "list", "--db", pg_url, "--json"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    listed = cursorbench("runs", "list", "--db", pg_url, "--json")
+    assert listed.returncode == 0, listed.stderr
     rows = sorted(json.loads(listed.stdout), key=lambda row: row["step"])
     assert [(r["training_run"], r["step"], r["gate_decision"], r["promoted"]) for r in rows] == [
         ("toy-run", 0, "baseline", True),

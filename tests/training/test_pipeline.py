@@ -16,6 +16,7 @@ import pytest
 
 from leaderboard import open_store
 from leaderboard.dashboard import Served
+from tests.cli_runner import cursorbench
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "training" / "configs" / "toy.yaml"
@@ -39,10 +40,8 @@ def test_the_toy_pipeline_gates_every_checkpoint_and_resumes(tmp_path: Path) -> 
         assert f"[{stage}] step" in first.stdout  # each stage trained, with progress lines
     assert first.stdout.count(": serving ") == len(STEPS)
 
-    listed = subprocess.run(
-        [sys.executable, "-m", "cursorbench.cli", "runs", "list", "--db", db, "--json"],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    listed = cursorbench("runs", "list", "--db", db, "--json")
+    assert listed.returncode == 0, listed.stderr
     rows = sorted(json.loads(listed.stdout), key=lambda row: row["step"])
     assert [(row["training_run"], row["step"]) for row in rows] == [("toy", s) for s in STEPS]
     assert rows[0]["gate_decision"] == "baseline" and rows[0]["promoted"] is True
