@@ -42,22 +42,35 @@ class PromptFacts:
 
 
 def first_sentence(text: str) -> str:
-    """The first sentence of a docstring, on one line, without its full stop."""
-    flat = " ".join(text.strip().split())
+    """The first sentence of a docstring, on one line, without its full stop; a title
+    underlined in reStructuredText ("ISMAGS Algorithm" over "====") is left out."""
+    lines = text.strip().splitlines()
+    if len(lines) > 1 and _RULE.fullmatch(lines[1].strip()):
+        lines = lines[2:]
+    flat = " ".join(" ".join(lines).split())
     match = re.match(r"(.+?[.!?])(\s|$)", flat)
     sentence = (match.group(1) if match else flat).rstrip(".!?")
     return sentence[:200]
 
 
+_RULE = re.compile(r"([=\-~^*#+])\1{2,}")
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")  # snake_case and camelCase alike
+_FILLER = {"a", "an", "and", "as", "by", "for", "if", "in", "is", "it", "of", "on", "or", "the",
+           "to", "with"}  # fmt: skip
+
+
 def behaviours(test_names: list[str], names: list[str]) -> list[str]:
-    """Phrases from test names ("test_camelize_with_lower" -> "with lower"), distinct."""
+    """Phrases from test names ("test_camelize_with_lower" -> "with lower", "testBadVal"
+    -> "bad val"), distinct; a phrase of filler words or single letters alone ("test_and",
+    "test_x") says nothing and is left out, as are digits ("testCmp4" -> "cmp")."""
     skip = {n.lower() for n in names} | {"test", "tests"}
     found: list[str] = []
     for test in test_names:
         leaf = re.sub(r"\[.*\]$", "", test.split("::")[-1])
-        words = [w for w in leaf.lower().split("_") if w and w not in skip]
+        words = [w.lower() for w in _WORD.findall(leaf)]
+        words = [w for w in words if w not in skip]
         phrase = " ".join(words)
-        if phrase and phrase not in found and not phrase.isdigit():
+        if phrase not in found and {w for w in words if len(w) > 2} - _FILLER:
             found.append(phrase)
     return found
 

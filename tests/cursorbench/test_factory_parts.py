@@ -470,3 +470,19 @@ def test_a_name_the_module_uses_at_import_cannot_be_deleted(tmp_path: Path) -> N
     assert used_at_import(tmp_path, Candidate("m.py", [symbols["Signer"]]))  # `_default = ...`
     assert not used_at_import(tmp_path, Candidate("m.py", [symbols["helper"]]))
     assert not used_at_import(tmp_path, Candidate("m.py", [symbols["plain"]]))
+
+
+def test_prompt_phrases_from_test_names_read_as_behaviour() -> None:
+    from cursorbench.factory.prompts import behaviours
+
+    names = ["t.py::testBadVal", "t.py::testCmp4", "t.py::test_and", "t.py::test_x[1]",
+             "t.py::test_2", "t.py::T::test_camelize_with_lower", "t.py::test_bad_val"]  # fmt: skip
+    assert behaviours(names, ["camelize"]) == ["bad val", "cmp", "with lower"]
+
+
+def test_a_docstrings_first_sentence_skips_an_underlined_title() -> None:
+    from cursorbench.factory.prompts import first_sentence
+
+    text = "ISMAGS Algorithm\n================\n\nProvides the ISMAGS algorithm. More.\n"
+    assert first_sentence(text) == "Provides the ISMAGS algorithm"
+    assert first_sentence("Return the sum.\n\n    Longer.") == "Return the sum"
