@@ -4,8 +4,12 @@ the real runner), plus generated checkpoint runs for the training view."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
+import shutil
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,10 +44,8 @@ def real_run(tmp: Path, db_url: str, name: str, **options: Any) -> str:
     return api.run(spec).run.id
 
 
-@pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory, fill: Any) -> Iterator[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("dashboard")
-    db_url = f"sqlite:///{tmp / 'lb.sqlite'}"
+def fill_store(tmp: Path, db_url: str, fill: Any) -> dict[str, str]:
+    """Two real runs and generated checkpoint runs into the store; the real runs' ids."""
     with pytest.MonkeyPatch.context() as patch, OpenAIServer(DoneOnlyDouble()) as double:
         patch.setenv("CURSORBENCH_HOME", str(tmp / "home"))
         reference = real_run(tmp, db_url, "reference")
@@ -64,7 +66,29 @@ def filled(tmp_path_factory: pytest.TempPathFactory, fill: Any) -> Iterator[dict
             store.promote_checkpoint(checkpoint)
     tampered = {t: [ok] for t, [ok] in tasks.items()}
     fill(store, "tampered-run", tampered, model="sneaky", tamper=["gen-01"])
-    yield {"store": store, "reference": reference, "lazy": lazy}
+    store.close()
+    return {"reference": reference, "lazy": lazy}
+
+
+@pytest.fixture(scope="module")
+def filled(session_build_cache: Path, fill: Any) -> Iterator[dict[str, Any]]:
+    """The store, filled once per test session: pytest-xdist hands this module's tests to
+    several workers, and the first to get here fills it (about a minute of real runs) in the
+    session's build cache, under a lock, while the others wait and then only read it."""
+    session = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
+    tmp = session_build_cache / f"dashboard-{session}"
+    db_url = f"sqlite:///{tmp / 'lb.sqlite'}"
+    ready = tmp / "runs.json"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    with (tmp.parent / f"{tmp.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.is_file():
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir()
+            ids = fill_store(tmp, db_url, fill)
+            ready.write_text(json.dumps(ids))
+    store = open_store(db_url)
+    yield {"store": store, **json.loads(ready.read_text())}
     store.close()
 
 
