@@ -135,7 +135,7 @@ def _cli(stage: str, *args: str) -> subprocess.Popen[str]:
 
 @pytest.mark.slow
 def test_a_stage_killed_mid_run_resumes_to_the_uninterrupted_result(
-    corpus: dict[str, Any], pretrained: Path, tmp_path: Path
+    corpus: dict[str, Any], tmp_path: Path
 ) -> None:
     settings = pretrain_config(
         corpus, steps=60, batch_size=8, checkpoint_every=10, log_every=10, seed=3
@@ -174,14 +174,17 @@ def test_a_stage_killed_mid_run_resumes_to_the_uninterrupted_result(
 
 
 def test_stage_clis_refuse_bad_configs_in_one_line(
-    corpus: dict[str, Any], pretrained: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    corpus: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = _write_config(tmp_path / "bad.yaml", pretrain_config(corpus, steps=0))
     assert stage_main("pretrain", ["--config", str(bad), "--out", str(tmp_path / "o")]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error:") and "steps" in error and error.count("\n") == 1
 
-    not_longer = pretrain_config(corpus, model=None, init_from=str(pretrained), seq_len=32)
+    # a stage trained at seq_len 32 (one step: the refusal reads its config, not its weights)
+    short = pretrain_config(corpus, steps=1, warmup_steps=0, checkpoint_every=1, log_every=1)
+    run_stage(StageConfig.model_validate(short), tmp_path / "short", log=lambda _: None)
+    not_longer = pretrain_config(corpus, model=None, init_from=str(tmp_path / "short"), seq_len=32)
     path = _write_config(tmp_path / "extend.yaml", not_longer)
     assert stage_main("extend", ["--config", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "lengthens the context" in capsys.readouterr().err
