@@ -4,12 +4,9 @@ the real runner), plus generated checkpoint runs for the training view."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from harness.openai_server import OpenAIServer
 from leaderboard import SqlStore, open_store
 from leaderboard.dashboard import Served
 from leaderboard.gate import GateRules, gate
+from tests.session_cache import session_folder
 
 CHROMIUM = "/usr/bin/chromium"
 TASKS = ["textkit-slugify", "textkit-case-styles"]
@@ -72,23 +70,16 @@ def fill_store(tmp: Path, db_url: str, fill: Any) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def filled(session_build_cache: Path, fill: Any) -> Iterator[dict[str, Any]]:
-    """The store, filled once per test session: pytest-xdist hands this module's tests to
-    several workers, and the first to get here fills it (about a minute of real runs) in the
-    session's build cache, under a lock, while the others wait and then only read it."""
-    session = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
-    tmp = session_build_cache / f"dashboard-{session}"
-    db_url = f"sqlite:///{tmp / 'lb.sqlite'}"
-    ready = tmp / "runs.json"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    with (tmp.parent / f"{tmp.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not ready.is_file():
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir()
-            ids = fill_store(tmp, db_url, fill)
-            ready.write_text(json.dumps(ids))
-    store = open_store(db_url)
-    yield {"store": store, **json.loads(ready.read_text())}
+    """The store, filled once per test session (`tests/session_cache.py`): about a minute of
+    real runs that each worker this module's tests reach would otherwise repeat."""
+
+    def make(folder: Path) -> None:
+        ids = fill_store(folder, f"sqlite:///{folder / 'lb.sqlite'}", fill)
+        (folder / "runs.json").write_text(json.dumps(ids))
+
+    folder = session_folder(session_build_cache, "dashboard", make)
+    store = open_store(f"sqlite:///{folder / 'lb.sqlite'}")
+    yield {"store": store, **json.loads((folder / "runs.json").read_text())}
     store.close()
 
 

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import torch
 
+from tests.session_cache import session_folder
 from training.chat import encode_with_mask
-from training.checkpoint import save_checkpoint
+from training.checkpoint import checkpoint_name, save_checkpoint
 from training.model import ModelConfig, Transformer, next_token_loss
 from training.serve import TOKENIZER_FILE
 from training.tokenizer import CodeTokenizer, train_tokenizer
@@ -80,14 +81,20 @@ def memorise(model: Transformer, tokenizer: CodeTokenizer, steps: int = 200) -> 
     return float(loss.detach())
 
 
-@pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """`fresh`: an untrained model at step 0; `trained`: the memorising one at step 200."""
-    root = tmp_path_factory.mktemp("toy-checkpoints")
+def make_checkpoints(root: Path) -> None:
     tokenizer = toy_tokenizer()
-    fresh = save_servable(root, toy_model(tokenizer), tokenizer, 0)
+    save_servable(root, toy_model(tokenizer), tokenizer, 0)
     model = toy_model(tokenizer)
     loss = memorise(model, tokenizer)
     assert loss < 0.01, f"the toy model did not memorise its answer (loss {loss:.3f})"
-    trained = save_servable(root, model, tokenizer, 200)
+    save_servable(root, model, tokenizer, 200)
+
+
+@pytest.fixture(scope="session")
+def checkpoints(session_build_cache: Path) -> dict[str, Any]:
+    """`fresh`: an untrained model at step 0; `trained`: the memorising one at step 200.
+    Made once per test session, not once per worker (`tests/session_cache.py`)."""
+    root = session_folder(session_build_cache, "toy-checkpoints", make_checkpoints)
+    fresh, trained = root / checkpoint_name(0), root / checkpoint_name(200)
+    tokenizer = CodeTokenizer.load(fresh / TOKENIZER_FILE)
     return {"root": root, "fresh": fresh, "trained": trained, "tokenizer": tokenizer}
