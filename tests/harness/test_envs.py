@@ -316,6 +316,10 @@ def test_a_worker_without_the_tasks_environment_says_so(tmp_path: Path) -> None:
 
 @needs_bwrap
 @pytest.mark.slow
+# it plants a task's answer in the harness's site-packages for a moment, as test_sources does:
+# a build's leak scan beside it would find it, and every process started meanwhile makes a
+# system tree of its own (the view's key follows the site-packages folder's time)
+@pytest.mark.exclusive
 def test_validation_scans_what_the_tasks_sandboxes_show(
     wheels: Path, cursorbench_home: Path, tmp_path: Path
 ) -> None:
