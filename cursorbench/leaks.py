@@ -55,7 +55,7 @@ from harness.sandbox.view import scan_roots, system_tree
 
 MIN_CHARS = 30
 MIN_HITS = 3
-GREP_ARGS = ("grep", "-rFoa", "-Z", "--no-messages")
+GREP_ARGS = ("grep", "-rFoa", "-Z")
 SCAN_CACHE_VERSION = "2"  # bump when what a cached result means changes
 GREP_TRIES = 3
 MIN_NAME = 4  # shorter deleted names (`get`, `add`) are too common to call a docs page a spec
@@ -167,19 +167,31 @@ def _scan_key(patterns: Sequence[str], roots: Sequence[Path]) -> str:
     return digest.hexdigest()[:32]
 
 
+_MISSING = re.compile(r"grep: (.+): No such file or directory")
+
+
+def vanished_only(stderr: bytes) -> bool:
+    """Whether every error grep reported names a file that is not there now (removed while
+    it walked, or a link to nothing)."""
+    lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    missing = [_MISSING.fullmatch(line) for line in lines]
+    return bool(lines) and all(m is not None and not os.path.exists(m[1]) for m in missing)
+
+
 def _grep_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Leak]:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as listing:
         listing.write("\n".join(patterns) + "\n")
         listing.flush()
         argv = [*GREP_ARGS, "-f", listing.name, *map(str, roots)]
         # exit 2: a file could not be read, most often one that another process removed
-        # while grep walked (a cache file, a temporary one); a file read the next time
-        # counts, one that keeps failing fails the scan
+        # while grep walked (a cache file, a temporary one): gone, it holds nothing anyone
+        # can read, and the rest of the output stands; any other error is tried again,
+        # and one that keeps failing fails the scan
         for _ in range(GREP_TRIES):
             done = subprocess.run(argv, capture_output=True, timeout=900)
-            if done.returncode != 2:
+            if done.returncode != 2 or vanished_only(done.stderr):
                 break
-    if done.returncode not in (0, 1):
+    if done.returncode not in (0, 1) and not vanished_only(done.stderr):
         why = done.stderr.decode(errors="replace")[:200] or "no message"
         raise RuntimeError(f"leak scan: grep failed (exit {done.returncode}: {why})")
     found: dict[str, set[bytes]] = {}

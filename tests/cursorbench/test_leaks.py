@@ -122,3 +122,17 @@ def test_the_scan_leaves_out_what_the_view_leaves_out() -> None:
         assert not any(left_out == root or root in left_out.parents for root in roots)
         assert not any(left_out in root.parents for root in roots)
     assert not any(str(root).startswith(("/usr/lib/python3", "/usr/local")) for root in roots)
+
+
+def test_a_file_gone_while_grep_walked_does_not_fail_the_scan(tmp_path: Path) -> None:
+    line = "x = 'a distinctive line of the answer, long enough'"
+    (tmp_path / "copy.py").write_text(f"{line}\n{line}2\n{line}3\n")
+    (tmp_path / "gone.py").symlink_to(tmp_path / "removed.py")  # grep: no such file
+    patterns = [line, f"{line}2", f"{line}3"]
+    found = leaks._grep_leaks(patterns, [tmp_path])
+    assert [leak.where for leak in found] == [str(tmp_path / "copy.py")]
+    # an error about a file that is there is not explained away
+    there = f"grep: {tmp_path / 'copy.py'}: No such file or directory\n".encode()
+    assert not leaks.vanished_only(there)
+    assert not leaks.vanished_only(b"grep: memory exhausted\n")
+    assert not leaks.vanished_only(b"")
