@@ -429,6 +429,14 @@ def refactor_prompt(ident: str, candidate: RefactorCandidate, sub: str, host: st
     return "".join(part.format(**values) for part in parts)
 
 
+def _visibly_run(testmap: CoverageMap, candidate: RefactorCandidate) -> bool:
+    """Whether a passing test the task leaves visible runs the module's code."""
+    hidden = set(candidate.hidden_files)
+    visible = {test for test in testmap.passing() if test_file(test) not in hidden}
+    lines = testmap.statements.get(candidate.file, [])
+    return bool(testmap.tests_running(candidate.file, lines) & visible)
+
+
 def refactor_entries(
     tree: Path,
     testmap: CoverageMap,
@@ -455,6 +463,9 @@ def refactor_entries(
         elif len(candidate.hidden_files) > MAX_HIDDEN_SHARE * suite_files:
             row.failed = "hidden_fail_to_pass"
             row.why = f"{len(candidate.hidden_files)} of {suite_files} test files name it"
+        elif not _visibly_run(testmap, candidate):  # validation would refuse it, after a build
+            row.failed = "spill"
+            row.why = "no visible passing test runs the module: nothing checks its behaviour"
         if row.failed:
             continue
         row.task_id = ident

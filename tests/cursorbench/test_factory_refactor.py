@@ -17,9 +17,11 @@ import pytest
 import yaml
 
 from cursorbench.factory.coverage_map import CoverageMap
+from cursorbench.factory.measure import Job
 from cursorbench.factory.refactor_tasks import (
     RefactorCandidate,
     enumerate_refactors,
+    refactor_entries,
     refactor_prompt,
     structure_test,
 )
@@ -195,6 +197,27 @@ def _merged(tmp_path: Path) -> tuple[Path, RefactorCandidate]:
     for operation in candidate.operations:
         apply_operation(merged, operation)
     return merged, candidate
+
+
+def _no_job(candidate: RefactorCandidate, ident: str) -> Job:
+    raise AssertionError("the entries are not measured here")
+
+
+def test_a_module_no_visible_test_runs_is_not_measured(tmp_path: Path) -> None:
+    """Only the split's structure would be checked, not that its behaviour is kept (validation
+    refuses such a task: no PASS_TO_PASS), so it is left out before its build."""
+    tree = _tree(tmp_path / "tree")
+    testmap = _map(tree)
+
+    def entries(runs: dict[str, dict[int, set[str]]]) -> list[str]:
+        testmap.runs = runs
+        files = sorted(testmap.statements)
+        rows, _entries, _ = refactor_entries(tree, testmap, files, "splitkit", _no_job, 1)
+        return [row.failed or "measured" for row in rows if row.task_id or row.failed == "spill"]
+
+    assert entries({}) == ["spill"]  # no test runs it
+    line = testmap.statements[SUB][0]
+    assert entries({SUB: {line: {"tests/test_shapes.py::test_x"}}}) == ["measured"]
 
 
 def test_the_merge_keeps_the_package_working_without_the_module(tmp_path: Path) -> None:
