@@ -189,9 +189,10 @@ def _grep_leaks(patterns: Sequence[str], roots: Sequence[Path]) -> list[Leak]:
         # and one that keeps failing fails the scan
         for _ in range(GREP_TRIES):
             done = subprocess.run(argv, capture_output=True, timeout=900)
-            if done.returncode != 2 or vanished_only(done.stderr):
+            failed = done.returncode not in (0, 1) and not vanished_only(done.stderr)
+            if not failed or done.returncode != 2:
                 break
-    if done.returncode not in (0, 1) and not vanished_only(done.stderr):
+    if failed:
         why = done.stderr.decode(errors="replace")[:200] or "no message"
         raise RuntimeError(f"leak scan: grep failed (exit {done.returncode}: {why})")
     found: dict[str, set[bytes]] = {}

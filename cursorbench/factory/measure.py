@@ -152,7 +152,8 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
         return done
     if job.review is not None:
         return _write_review(job, data, done, derived.fail_to_pass)
-    if job.kind == "docs":  # the names whose doctests are stable and called, and their prompt
+    fail_to_pass = derived.fail_to_pass
+    if job.kind == "docs":  # the names whose doctests are stable and called, their prompt
         from cursorbench.factory.docs_tasks import keep_called, keep_measured, measured_prompt
 
         keep_measured(data, derived.fail_to_pass)
@@ -160,6 +161,8 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
             done.failure = keep_called(data, built, sandboxes, Path(scratch))
         if done.failure is not None:
             return done
+        docs = DocsVerification.model_validate(data["verification"])
+        fail_to_pass = [test for test in fail_to_pass if asked(docs, test)]  # the kept names'
         prompt, done.prompt_writer = measured_prompt(data, job.key, job.module), "offline"
     elif job.prompt:  # a refactor's, written offline before it was measured
         prompt, done.prompt_writer = job.prompt, "offline"
@@ -170,10 +173,6 @@ def _measure_draft(job: Job, data: dict[str, object], draft: Path) -> Measured:
         prompt, done.prompt_writer = _prompt(job, derived.fail_to_pass)
     check = data["verification"]
     assert isinstance(check, dict)
-    fail_to_pass = derived.fail_to_pass
-    if job.kind == "docs":  # only the doctest items of the names kept
-        docs = DocsVerification.model_validate(check)
-        fail_to_pass = [test for test in fail_to_pass if asked(docs, test)]
     check["fail_to_pass"], check["pass_to_pass"] = fail_to_pass, derived.pass_to_pass
     data["prompt"] = _Literal(prompt) if "\n" in prompt else prompt
     write_spec(job.path, data)
