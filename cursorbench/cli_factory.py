@@ -32,7 +32,8 @@ def tasks_propose(
             "to an earlier turn), review (code review of injected bugs), testing (tests for "
             "a module, graded by mutants), usages (which functions use one: understanding), "
             "docs (docstring examples removed: documentation), refactor (a module merged into "
-            "its importer, to split out again), both (deletion and bugs) or all."
+            "its importer, to split out again), both (deletion and bugs), large (the kinds "
+            "whose references are large: deletion, iterate, testing, docs, refactor) or all."
         ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,

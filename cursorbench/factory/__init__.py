@@ -19,5 +19,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "review": ("review",), "testing": ("testing",), "usages": ("usages",), "docs": ("docs",),
     "refactor": ("refactor",),
     "both": ("deletion", "bugs"),
+    # the kinds whose references change many lines (a suite held to a median size)
+    "large": ("deletion", "iterate", "testing", "docs", "refactor"),
     "all": ("deletion", "bugs", "iterate", "review", "testing", "usages", "docs", "refactor"),
 }  # fmt: skip

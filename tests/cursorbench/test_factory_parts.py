@@ -486,3 +486,12 @@ def test_a_docstrings_first_sentence_skips_an_underlined_title() -> None:
     text = "ISMAGS Algorithm\n================\n\nProvides the ISMAGS algorithm. More.\n"
     assert first_sentence(text) == "Provides the ISMAGS algorithm"
     assert first_sentence("Return the sum.\n\n    Longer.") == "Return the sum"
+
+
+def test_kind_groups_name_only_kinds_that_all_proposes() -> None:
+    from cursorbench.factory import KINDS
+
+    every = set(KINDS["all"])
+    assert {name for name, kinds in KINDS.items() if len(kinds) == 1} == every
+    assert all(set(kinds) <= every for kinds in KINDS.values())
+    assert "bugs" not in KINDS["large"] and "usages" not in KINDS["large"]
