@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cursorbench.cli_common import EXIT_BAD_INPUT, console
+from cursorbench.factory import KINDS
 
 
 def register(tasks_app: typer.Typer) -> None:
@@ -32,8 +33,8 @@ def tasks_propose(
             "to an earlier turn), review (code review of injected bugs), testing (tests for "
             "a module, graded by mutants), usages (which functions use one: understanding), "
             "docs (docstring examples removed: documentation), refactor (a module merged into "
-            "its importer, to split out again), both (deletion and bugs), large (the kinds "
-            "whose references are large: deletion, iterate, testing, docs, refactor) or all."
+            f"its importer, to split out again), both ({', '.join(KINDS['both'])}), large "
+            f"(the kinds whose references are large: {', '.join(KINDS['large'])}) or all."
         ),
     ] = "deletion",
     jobs: Annotated[int, typer.Option(min=1, help="Candidates measured at once.")] = 1,
@@ -83,7 +84,6 @@ def tasks_propose(
 ) -> None:
     """Propose tasks from a release's own test suite; rerun with the same --out to resume
     (see docs/tasks.md)."""
-    from cursorbench.factory import KINDS
     from cursorbench.factory.release import check_fresh, find_release
     from cursorbench.sources import SourceError
     from harness.home import build_cache
