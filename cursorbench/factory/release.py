@@ -6,17 +6,22 @@ The sdist is looked up first in the build cache's `sdists/<sha256>/` folders (wh
 they make), then downloaded with `pip download` like `sources.fetch_sdist` does. The
 release date is the date of the sdist's `PKG-INFO` (the time it was built, which is
 when it was released for every sdist uploaded as built), else, when that stamp is a
-reproducible build's placeholder, the newest member's; a `--released-after` date
-refuses older releases.
+reproducible build's placeholder, the newest member's, else (an sdist whose every
+stamp is a placeholder) the upload time the package index gives for the file (the JSON
+simple API, PEP 691/700; `PIP_INDEX_URL`, else PyPI); a `--released-after` date refuses
+older releases.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import shutil
 import tarfile
+import urllib.error
+import urllib.request
 import uuid
 import zipfile
 from dataclasses import dataclass
@@ -29,6 +34,8 @@ SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 # Stamps before this are a reproducible build's placeholders (0, or zip's 1980-01-01),
 # not dates: PDM writes PKG-INFO with mtime 0, and the other members keep theirs.
 EARLIEST = dt.datetime(1980, 1, 2, tzinfo=dt.UTC).timestamp()
+PYPI_SIMPLE = "https://pypi.org/simple"
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"  # PEP 691; PEP 700 adds upload-time
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,33 @@ def release_date(sdist: Path) -> dt.date | None:
     return dt.datetime.fromtimestamp(chosen[1], dt.UTC).date()
 
 
+def index_upload_date(sdist: Path, name: str, index_url: str | None = None) -> dt.date | None:
+    """The day the index says the sdist's file was uploaded, UTC; None where the index
+    cannot be reached, does not speak the JSON simple API or gives no upload time."""
+    base = (index_url or os.environ.get("PIP_INDEX_URL") or PYPI_SIMPLE).rstrip("/")
+    url = f"{base}/{re.sub(r'[-_.]+', '-', name).lower()}/"
+    request = urllib.request.Request(url, headers={"Accept": SIMPLE_JSON})
+    try:
+        with urllib.request.urlopen(request, timeout=15) as response:
+            page = json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+    files = page.get("files") if isinstance(page, dict) else None
+    for entry in files if isinstance(files, list) else []:
+        if isinstance(entry, dict) and entry.get("filename") == sdist.name:
+            return _iso_date(entry.get("upload-time"))
+    return None
+
+
+def _iso_date(text: object) -> dt.date | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC).date()
+    except ValueError:
+        return None
+
+
 def _pkg_info(name: str) -> bool:
     return name.endswith("/PKG-INFO")
 
@@ -142,7 +176,8 @@ def find_release(requirement: str, home: Path) -> Release:
     name, version = parse_requirement(requirement)
     sdist = cached_sdist(name, version, home) or download_sdist(name, version, home)
     source = PackageSource(name=name, version=version, sha256=sdist.parent.name)
-    return Release(source=source, sdist=sdist, released=release_date(sdist))
+    released = release_date(sdist) or index_upload_date(sdist, name)
+    return Release(source=source, sdist=sdist, released=released)
 
 
 def check_fresh(release: Release, after: dt.date | None) -> None:

@@ -5,8 +5,11 @@ CLI, which refuses an old release before any sandbox starts)."""
 from __future__ import annotations
 
 import datetime as dt
+import http.server
 import io
+import json
 import tarfile
+import threading
 import zipfile
 from pathlib import Path
 
@@ -30,7 +33,7 @@ from cursorbench.factory.filters import (
     hidden_lines_failure,
     measured_failure,
 )
-from cursorbench.factory.release import Release, check_fresh, release_date
+from cursorbench.factory.release import Release, check_fresh, index_upload_date, release_date
 from cursorbench.sources import SourceError
 from cursorbench.task import PackageSource
 from tests.cli_runner import cursorbench
@@ -249,6 +252,41 @@ def test_a_placeholder_pkg_info_stamp_gives_the_newest_member(tmp_path: Path) ->
     members = {"p-1/PKG-INFO": epoch, "p-1/a.py": OLD, "p-1/b.py": STAMP}
     assert release_date(_tar(tmp_path / "p-1.tar.gz", members)) == STAMP.date()
     assert release_date(_tar(tmp_path / "q-1.tar.gz", {"q-1/PKG-INFO": epoch})) is None
+
+
+class _SimpleIndex(http.server.BaseHTTPRequestHandler):
+    """A package index answering the JSON simple API (PEP 691/700) for one project."""
+
+    def do_GET(self) -> None:
+        files = [
+            {"filename": "q-1-py3-none-any.whl", "upload-time": "2026-09-21T10:00:00Z"},
+            {"filename": "q-1.tar.gz", "upload-time": "2026-09-22T23:30:00.5+00:00"},
+            {"filename": "q-2.tar.gz"},  # no upload time given
+        ]
+        wanted = self.headers.get("Accept") == "application/vnd.pypi.simple.v1+json"
+        body = json.dumps({"files": files}).encode() if wanted else b"<html></html>"
+        self.send_response(200 if self.path == "/simple/q/" else 404)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_an_undated_sdist_is_dated_by_the_index_upload_time(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SimpleIndex)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    index = f"http://127.0.0.1:{server.server_address[1]}/simple/"
+    try:
+        undated = tmp_path / "q-1.tar.gz"
+        assert index_upload_date(undated, "Q", index) == dt.date(2026, 9, 22)
+        assert index_upload_date(tmp_path / "q-2.tar.gz", "q", index) is None
+        assert index_upload_date(tmp_path / "q-3.tar.gz", "q", index) is None  # not listed
+        assert index_upload_date(undated, "other", index) is None  # 404
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert index_upload_date(undated, "q", index) is None  # the index is gone
 
 
 INIT = '''"""A package."""
