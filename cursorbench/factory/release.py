@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import tarfile
-import urllib.error
 import urllib.request
 import uuid
 import zipfile
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from cursorbench.sources import SourceError, _pip_download, sha256_file
 from cursorbench.task import PackageSource
+from harness.envs import canonical
 
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 # Stamps before this are a reproducible build's placeholders (0, or zip's 1980-01-01),
@@ -145,12 +145,12 @@ def index_upload_date(sdist: Path, name: str, index_url: str | None = None) -> d
     """The day the index says the sdist's file was uploaded, UTC; None where the index
     cannot be reached, does not speak the JSON simple API or gives no upload time."""
     base = (index_url or os.environ.get("PIP_INDEX_URL") or PYPI_SIMPLE).rstrip("/")
-    url = f"{base}/{re.sub(r'[-_.]+', '-', name).lower()}/"
+    url = f"{base}/{canonical(name)}/"
     request = urllib.request.Request(url, headers={"Accept": SIMPLE_JSON})
     try:
         with urllib.request.urlopen(request, timeout=15) as response:
             page = json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError):
+    except (OSError, ValueError):  # URLError is an OSError, a bad JSON body a ValueError
         return None
     files = page.get("files") if isinstance(page, dict) else None
     for entry in files if isinstance(files, list) else []:
@@ -163,7 +163,7 @@ def _iso_date(text: object) -> dt.date | None:
     if not isinstance(text, str):
         return None
     try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(dt.UTC).date()
+        return dt.datetime.fromisoformat(text).astimezone(dt.UTC).date()
     except ValueError:
         return None
 
