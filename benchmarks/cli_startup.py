@@ -3,7 +3,7 @@
 Run:  .venv/bin/python benchmarks/cli_startup.py [--runs 15]
       PYTHONPATH=/some/other/tree .venv/bin/python benchmarks/cli_startup.py  (that tree's code)
 
-Each figure is the median of `--runs` fresh interpreters (`python -m cursorbench.cli --help`,
+Each figure is the median of `--runs` fresh interpreters (`python -m cursorbench.cli.app --help`,
 `python -c "import harness.spec"`), timed from outside, so interpreter start-up is included;
 `python -c pass` is measured alongside as the floor. Beside each, the count of modules the
 process has loaded (`sys.modules`) and whether `openai` / `sqlalchemy` are among them: a
@@ -25,12 +25,12 @@ import time
 
 CASES = {
     "python -c pass (the floor)": ("-c", "pass"),
-    "cursorbench --help": ("-m", "cursorbench.cli", "--help"),
+    "cursorbench --help": ("-m", "cursorbench.cli.app", "--help"),
     "import harness.spec": ("-c", "import harness.spec"),
 }
 FOOTPRINT = {  # the same work in one process that then reports what it loaded
     "python -c pass (the floor)": "pass",
-    "cursorbench --help": "from cursorbench.cli import app; "
+    "cursorbench --help": "from cursorbench.cli.app import app; "
     "app(['--help'], prog_name='cursorbench', standalone_mode=False)",
     "import harness.spec": "import harness.spec",
 }

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from cursorbench import api
-from cursorbench.cli_leaderboard import bundled_test_lists
+from cursorbench.cli.leaderboard import bundled_test_lists
 from cursorbench.config import spec_from_options
-from harness.doubles import DoneOnlyDouble
-from harness.openai_server import OpenAIServer
+from harness.model.doubles import DoneOnlyDouble
+from harness.model.openai_server import OpenAIServer
 from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome, Usage
-from harness.summary import summarize
+from harness.run.summary import summarize
 from leaderboard import SqlStore, open_store
 from leaderboard.dashboard import Served
 from leaderboard.gate import GateRules, gate

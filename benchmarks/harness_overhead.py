@@ -33,13 +33,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from cursorbench.loader import bundled_suite, load_tasks
-from cursorbench.workspace import build
-from harness.agent import run_agent
-from harness.doubles import ScriptedDouble
-from harness.grading import grade
-from harness.model import OpenAIChatModel
-from harness.openai_server import OpenAIServer, Reply
+from cursorbench.tasks.loader import bundled_suite, load_tasks
+from cursorbench.tasks.workspace import build
+from harness.agent.loop import run_agent
+from harness.agent.trajectory import Trajectory, read_trajectory
+from harness.grading.grade import grade
+from harness.model.chat import OpenAIChatModel
+from harness.model.doubles import ScriptedDouble
+from harness.model.openai_server import OpenAIServer, Reply
 from harness.sandbox import (
     BACKENDS,
     SandboxSettings,
@@ -48,7 +49,6 @@ from harness.sandbox import (
     open_backend,
 )
 from harness.spec import Limits
-from harness.trajectory import Trajectory, read_trajectory
 
 
 def agent_steps(tool: str, arguments: dict, steps: int, workspace: Path, scratch: Path) -> float:

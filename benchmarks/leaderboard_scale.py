@@ -50,7 +50,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, text
 
 from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome, Usage
-from harness.summary import summarize
+from harness.run.summary import summarize
 from leaderboard import open_store
 from leaderboard.rows import TRAJECTORIES_TABLE, insert_ignoring
 from leaderboard.store import SqlStore
@@ -254,7 +254,7 @@ def dashboard_process(url: str) -> Iterator[tuple[str, int]]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-c", "from cursorbench.cli import main; main()", "dashboard"]
+    command = [sys.executable, "-c", "from cursorbench.cli.app import main; main()", "dashboard"]
     command += ["--db", url, "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

@@ -7,7 +7,7 @@ What a user of the Python API imports is here:
 import cursorbench
 
 outcome = cursorbench.run({"tasks": ["textkit-*"], "model": {"base_url": URL, "name": "m"}})
-print(outcome.summary["resolved_rate"])
+print(outcome.summary.resolved_rate)
 ```
 
 - running: `run`, `prepare`, `RunSpec`, `load_spec`, `RunOutcome`;
@@ -18,7 +18,7 @@ print(outcome.summary["resolved_rate"])
   `ConfigError`, `SetupError`, `TaskFileError`, `BuildError`;
 - the reference solver: `REFERENCE_SOLVER`, `ReferenceSolver`.
 
-The names are imported when first used (`harness.lazy`): `import cursorbench.cli` for
+The names are imported when first used (`harness.lazy`): `import cursorbench.cli.app` for
 `--help` does not load the runner, the model client or `openai`.
 """
 
@@ -31,21 +31,21 @@ from harness.lazy import exports
 if TYPE_CHECKING:
     from cursorbench.api import SetupError, prepare, run
     from cursorbench.config import RunSpec, load_spec
-    from cursorbench.loader import (
+    from cursorbench.tasks.loader import (
         TaskFileError,
         bundled_suite,
         load_task,
         load_tasks,
         select_tasks,
     )
-    from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
-    from cursorbench.task import Category, Mutation, Task
-    from cursorbench.validate import validate_task
-    from cursorbench.workspace import BuildError, BuiltTask, build
+    from cursorbench.tasks.reference import REFERENCE_SOLVER, ReferenceSolver
+    from cursorbench.tasks.task import Category, Mutation, Task
+    from cursorbench.tasks.workspace import BuildError, BuiltTask, build
+    from cursorbench.validation.validate import validate_task
     from harness.errors import ConfigError, CursorBenchError
     from harness.results import AttemptResult, Failure, RunInfo, Status, Usage
-    from harness.runner import RunOutcome
-    from harness.summary import RunSummary
+    from harness.run.runner import RunOutcome
+    from harness.run.summary import RunSummary
 
 _EXPORTS = {
     "SetupError": "cursorbench.api",
@@ -53,20 +53,20 @@ _EXPORTS = {
     "run": "cursorbench.api",
     "RunSpec": "cursorbench.config",
     "load_spec": "cursorbench.config",
-    "TaskFileError": "cursorbench.loader",
-    "bundled_suite": "cursorbench.loader",
-    "load_task": "cursorbench.loader",
-    "load_tasks": "cursorbench.loader",
-    "select_tasks": "cursorbench.loader",
-    "REFERENCE_SOLVER": "cursorbench.reference",
-    "ReferenceSolver": "cursorbench.reference",
-    "Category": "cursorbench.task",
-    "Mutation": "cursorbench.task",
-    "Task": "cursorbench.task",
-    "validate_task": "cursorbench.validate",
-    "BuildError": "cursorbench.workspace",
-    "BuiltTask": "cursorbench.workspace",
-    "build": "cursorbench.workspace",
+    "TaskFileError": "cursorbench.tasks.loader",
+    "bundled_suite": "cursorbench.tasks.loader",
+    "load_task": "cursorbench.tasks.loader",
+    "load_tasks": "cursorbench.tasks.loader",
+    "select_tasks": "cursorbench.tasks.loader",
+    "REFERENCE_SOLVER": "cursorbench.tasks.reference",
+    "ReferenceSolver": "cursorbench.tasks.reference",
+    "Category": "cursorbench.tasks.task",
+    "Mutation": "cursorbench.tasks.task",
+    "Task": "cursorbench.tasks.task",
+    "validate_task": "cursorbench.validation.validate",
+    "BuildError": "cursorbench.tasks.workspace",
+    "BuiltTask": "cursorbench.tasks.workspace",
+    "build": "cursorbench.tasks.workspace",
     "ConfigError": "harness.errors",
     "CursorBenchError": "harness.errors",
     "AttemptResult": "harness.results",
@@ -74,8 +74,8 @@ _EXPORTS = {
     "RunInfo": "harness.results",
     "Status": "harness.results",
     "Usage": "harness.results",
-    "RunOutcome": "harness.runner",
-    "RunSummary": "harness.summary",
+    "RunOutcome": "harness.run.runner",
+    "RunSummary": "harness.run.summary",
 }
 __getattr__, __dir__ = exports(__name__, _EXPORTS)
 

@@ -9,7 +9,7 @@ print(outcome.summary.resolved_rate)
 `run` takes a `RunSpec` (or its plain data, or a YAML file's path) and,
 optionally, an injected model (any `ChatModel`), result store (any
 `ResultStore`) or executor (any `Executor`); what is not injected is built
-from the config. `prepare` resolves the spec into one `harness.plan.RunPlan`
+from the config. `prepare` resolves the spec into one `harness.run.plan.RunPlan`
 (what the runner, the executor and any remote worker share) and hands back the
 ready `Runner` (the CLI uses it to show progress). This is the only place a run
 is wired together: the CLI and the tests come through here.
@@ -41,22 +41,23 @@ from cursorbench.config import (
     load_spec,
     validate_spec,
 )
-from cursorbench.loader import tasks_from_options
-from cursorbench.reference import REFERENCE_SOLVER, ReferenceSolver
-from cursorbench.suites import build_many
-from cursorbench.task import HarborSource
-from cursorbench.workspace import BuiltTask, cache_home
+from cursorbench.tasks.loader import tasks_from_options
+from cursorbench.tasks.reference import REFERENCE_SOLVER, ReferenceSolver
+from cursorbench.tasks.suites import build_many
+from cursorbench.tasks.task import HarborSource
+from cursorbench.tasks.workspace import BuiltTask, cache_home
 from harness.errors import ConfigError, CursorBenchError
-from harness.executor import Executor, LocalExecutor
 from harness.home import harness_dirs, self_test_folder
-from harness.model import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
-from harness.openai_server import OpenAIServer, Responder
-from harness.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan
-from harness.pricing import Price, load_price_table, price_for, unknown_price_warning
-from harness.replay import ReplayResponder
-from harness.rundir import RunDir
-from harness.runner import Listener, RunInterrupted, Runner
-from harness.runner import RunOutcome as RunOutcome
+from harness.model.chat import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
+from harness.model.openai_server import OpenAIServer, Responder
+from harness.model.pricing import Price, load_price_table, price_for, unknown_price_warning
+from harness.model.replay import ReplayResponder
+from harness.run.executor import Executor, LocalExecutor
+from harness.run.plan import ModelEndpoint, RunConfig, RunPlan, SandboxPlan
+from harness.run.rundir import RunDir
+from harness.run.runner import Listener, RunInterrupted, Runner
+from harness.run.runner import RunOutcome as RunOutcome
+from harness.run.store import ResultStore
 from harness.sandbox import (
     UNCONFINED_WARNING,
     SandboxBackend,
@@ -74,7 +75,6 @@ from harness.sandbox.limits import (
     sweep_stale_cgroups,
 )
 from harness.spec import PreparedTask
-from harness.store import ResultStore
 
 EMBEDDED_BASE_URL = "embedded://reference-solver"
 
@@ -230,7 +230,7 @@ def prepare(
     )
     sandboxes = _open_sandboxes(backend_name, sandbox, warnings)
     if any(isinstance(b.task.source, HarborSource) for b in built):
-        from cursorbench.harbor_canary import checked_tasks  # Harbor tasks only
+        from cursorbench.harbor.canary import checked_tasks  # Harbor tasks only
 
         tasks, untrusted = checked_tasks(built, tasks, sandboxes, cache_home() / "attempts")
         warnings += untrusted
@@ -288,7 +288,7 @@ def _model_endpoint(
 
 def _executor(spec: RunSpec) -> Executor:
     if isinstance(spec.executor, RayExecutorSpec):
-        from harness.ray_executor import RayExecutor
+        from harness.run.ray_executor import RayExecutor
 
         ray = spec.executor
         return RayExecutor(

@@ -16,7 +16,7 @@ flags are generated from these fields (`run_flags`: name, type, help and
 default). A config that does not fit raises `ConfigProblems`, every problem a
 line naming the flag, or the file and the key, it came from; a misspelt key
 says which was meant. What is measured (and hashed for resume) is
-`harness.runner.RunConfig`, derived from this; everything else here is how.
+`harness.run.runner.RunConfig`, derived from this; everything else here is how.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from pydantic.fields import FieldInfo
 
 from cursorbench.problems import models_of, unknown_key_problem, unknown_keys
 from harness.errors import ConfigError
-from harness.model_defaults import DEFAULT_REQUEST_TIMEOUT_S
+from harness.model.defaults import DEFAULT_REQUEST_TIMEOUT_S
 
-# The embedded reference solver's model name; defined here, not in `cursorbench.reference`
+# The embedded reference solver's model name; defined here, not in `cursorbench.tasks.reference`
 # (which imports it), so that reading a config (and `cursorbench --help`) does not import the
 # solver and the task builder.
 REFERENCE_SOLVER = "reference-solver"

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.results import AttemptResult, RunInfo, Status, TestOutcome
-from harness.summary import RunSummary, score_key, score_means
+from harness.run.summary import RunSummary, score_key, score_means
 
 REFERENCE = "reference-solver"
 STATUS_STYLE = {Status.RESOLVED: "green", Status.FAILED: "red", Status.ERROR: "yellow"}

@@ -2,7 +2,7 @@
 
 A run folder is plain files: whoever hands one over could have edited its
 `attempts.jsonl` or `summary.json`. Verification trusts neither. It recomputes the summary
-from the recorded attempts, then replays the run offline (`harness/replay.py`: the
+from the recorded attempts, then replays the run offline (`harness/model/replay.py`: the
 recorded model replies served back over HTTP through the same agent loop, sandboxes and
 grading on this machine's build of each task) into a folder of its own, and compares every
 attempt's verdict with the recorded one. A replay whose tool results differ from the
@@ -21,8 +21,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness.results import AttemptResult
-from harness.rundir import RunDir, RunDirError
-from harness.summary import RunSummary, summarize
+from harness.run.rundir import RunDir, RunDirError
+from harness.run.summary import RunSummary, summarize
 
 # What the grading on this machine must reproduce. Wall times and costs (prices change)
 # are left out; token counts are the recorded ones in a replay, so they must match too.

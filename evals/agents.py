@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from evals.scenario import Scenario, Step
-from harness.openai_server import Answer, Reply, Responder, first_user_message, step_index
+from harness.model.openai_server import Answer, Reply, Responder, first_user_message, step_index
 
 WELL_BEHAVED = "eval-reference-agent"
 

@@ -1,6 +1,6 @@
 """Baselines every behaviour eval must score about 0 on (issue 17): the null agent (finishes
 at once), the always-edit agent (one irrelevant edit, chosen at random) and the agent that
-breaks the code. Each is a scripted double (`harness.doubles`) served over real HTTP and
+breaks the code. Each is a scripted double (`harness.model.doubles`) served over real HTTP and
 run through the real runner, as `cursorbench run --base-url` would.
 
     PYTHONPATH=. python -m evals.baselines [--evals a,b] [--out DIR] [--concurrency N]
@@ -23,8 +23,8 @@ from pydantic import BaseModel
 
 from evals import EVALS
 from evals.stats import eval_figures
-from harness.doubles import BreakingDouble, FinishAtOnceDouble, IrrelevantEditDouble
-from harness.openai_server import OpenAIServer, Responder
+from harness.model.doubles import BreakingDouble, FinishAtOnceDouble, IrrelevantEditDouble
+from harness.model.openai_server import OpenAIServer, Responder
 
 FLOOR = 0.05  # a baseline's mean score on any eval must not be above this
 BASELINES: dict[str, Callable[[], Responder]] = {

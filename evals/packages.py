@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from cursorbench.workspace import cache_home
+from cursorbench.tasks.workspace import cache_home
 from harness.home import build_once
 from harness.pyast import parse_module
 

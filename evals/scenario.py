@@ -22,7 +22,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cursorbench.workspace import cache_home, copy_source, tree_digest
+from cursorbench.tasks.workspace import cache_home, copy_source, tree_digest
 from evals import EVALS
 from evals.graders.common import is_test_path
 from harness.home import build_once

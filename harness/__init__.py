@@ -14,51 +14,51 @@ from typing import TYPE_CHECKING
 from harness.lazy import exports
 
 if TYPE_CHECKING:
-    from harness.agent import AgentOutcome, run_agent
-    from harness.attempt import AttemptEnvironment, run_attempt
-    from harness.executor import Executor, LocalExecutor
-    from harness.grading import GradeReport, grade
-    from harness.model import (
+    from harness.agent.loop import AgentOutcome, run_agent
+    from harness.grading.grade import GradeReport, grade
+    from harness.model.chat import (
         ChatModel,
         ContextOverflow,
         ModelAPIError,
         OpenAIChatModel,
         RetryPolicy,
     )
-    from harness.openai_server import OpenAIServer, Reply, Responder
-    from harness.plan import RunConfig, RunPlan
+    from harness.model.openai_server import OpenAIServer, Reply, Responder
     from harness.results import Attempt, AttemptResult, Failure, RunInfo, Status, Usage
-    from harness.runner import Runner
+    from harness.run.attempt import AttemptEnvironment, run_attempt
+    from harness.run.executor import Executor, LocalExecutor
+    from harness.run.plan import RunConfig, RunPlan
+    from harness.run.runner import Runner
+    from harness.run.store import ResultStore
     from harness.spec import Limits, PreparedTask, Verification
-    from harness.store import ResultStore
 
 _EXPORTS = {
-    "AgentOutcome": "harness.agent",
-    "run_agent": "harness.agent",
-    "AttemptEnvironment": "harness.attempt",
-    "run_attempt": "harness.attempt",
-    "Executor": "harness.executor",
-    "LocalExecutor": "harness.executor",
-    "GradeReport": "harness.grading",
-    "grade": "harness.grading",
-    "ChatModel": "harness.model",
-    "ContextOverflow": "harness.model",
-    "ModelAPIError": "harness.model",
-    "OpenAIChatModel": "harness.model",
-    "RetryPolicy": "harness.model",
-    "OpenAIServer": "harness.openai_server",
-    "Reply": "harness.openai_server",
-    "Responder": "harness.openai_server",
+    "AgentOutcome": "harness.agent.loop",
+    "run_agent": "harness.agent.loop",
+    "AttemptEnvironment": "harness.run.attempt",
+    "run_attempt": "harness.run.attempt",
+    "Executor": "harness.run.executor",
+    "LocalExecutor": "harness.run.executor",
+    "GradeReport": "harness.grading.grade",
+    "grade": "harness.grading.grade",
+    "ChatModel": "harness.model.chat",
+    "ContextOverflow": "harness.model.chat",
+    "ModelAPIError": "harness.model.chat",
+    "OpenAIChatModel": "harness.model.chat",
+    "RetryPolicy": "harness.model.chat",
+    "OpenAIServer": "harness.model.openai_server",
+    "Reply": "harness.model.openai_server",
+    "Responder": "harness.model.openai_server",
     "Attempt": "harness.results",
     "AttemptResult": "harness.results",
     "Failure": "harness.results",
     "RunInfo": "harness.results",
     "Status": "harness.results",
     "Usage": "harness.results",
-    "ResultStore": "harness.store",
-    "RunConfig": "harness.plan",
-    "RunPlan": "harness.plan",
-    "Runner": "harness.runner",
+    "ResultStore": "harness.run.store",
+    "RunConfig": "harness.run.plan",
+    "RunPlan": "harness.run.plan",
+    "Runner": "harness.run.runner",
     "Limits": "harness.spec",
     "PreparedTask": "harness.spec",
     "Verification": "harness.spec",

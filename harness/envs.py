@@ -1,6 +1,6 @@
 """A task's own Python environment: its package's test dependencies, apart from the harness's.
 
-A task with an `environment` (`cursorbench/task.py`) is run, by the agent and by grading
+A task with an `environment` (`cursorbench/tasks/task.py`) is run, by the agent and by grading
 alike, in a virtual environment of its own instead of the harness's: made from the
 harness's *base* interpreter (`python -m venv --without-pip`), filled by the harness's pip
 (`pip --python ENV/bin/python install ...`) with the task's pinned requirements and the

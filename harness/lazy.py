@@ -5,7 +5,7 @@ and the model client it would pay for `openai` (~1 s) before the spec model load
 package instead maps each exported name to the module that defines it and imports that
 module the first time the name is read:
 
-    __getattr__, __dir__ = exports(__name__, {"Runner": "harness.runner", ...})
+    __getattr__, __dir__ = exports(__name__, {"Runner": "harness.run.runner", ...})
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ class Failure(StrEnum):
     GRADER_TAMPERING = "grader_tampering"  # a canary test that must fail passed
     PATCH_REJECTED = "patch_rejected"  # the change could not be taken or applied
     BEHAVIOUR_FAILED = "behaviour_failed"  # a behaviour-only task: a check scored under its bar
-    UNJUDGEABLE = "unjudgeable"  # judging what the agent produced raised (`harness.blame`)
+    UNJUDGEABLE = "unjudgeable"  # judging what the agent produced raised (`harness.grading.blame`)
     MODEL_API_ERROR = "model_api_error"
     INFRA_ERROR = "infra_error"
 

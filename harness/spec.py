@@ -122,7 +122,8 @@ class PreparedTask(Frozen):
         default=None, description="Replaces the agent's system prompt; `{root}` is filled in."
     )
     tools: list[str] | None = Field(
-        default=None, description="Names of the tools offered (harness/tools.py) [default: all]."
+        default=None,
+        description="Names of the tools offered (harness/agent/tools.py) [default: all].",
     )
     interruptions: list[Interruption] = Field(default_factory=list)
     earlier_turns: list[Turn] = Field(
@@ -140,5 +141,5 @@ class PreparedTask(Frozen):
     restored_functions: dict[str, list[str]] = Field(
         default_factory=dict,
         description="Functions the reference restores, by file (`f`, `C.m`): the twin run "
-        "stubs them (harness/twin.py).",
+        "stubs them (harness/grading/twin.py).",
     )

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from sqlalchemy import Connection, select
 
-from harness.pricing import price_unknown
+from harness.model.pricing import price_unknown
 from leaderboard import stats, summaries
 from leaderboard.schema import RunRow
 from leaderboard.standings import Filters, LeaderRow, run_figures, standings

@@ -44,7 +44,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Connection, select
 
-from harness.pricing import price_unknown
+from harness.model.pricing import price_unknown
 from harness.results import is_confined, tamper_evident
 from leaderboard import queries, stats
 from leaderboard.schema import AttemptRow, RunRow

@@ -1,4 +1,4 @@
-"""Where runs and their attempts are kept: `SqlStore`, the SQL `harness.store.ResultStore`.
+"""Where runs and their attempts are kept: `SqlStore`, the SQL `harness.run.store.ResultStore`.
 
 `open_store(url)` opens a database at any SQLAlchemy URL, e.g. `sqlite:///runs/lb.db` or
 `postgresql+psycopg://user:pass@host/db`, and returns a `SqlStore`. An empty database gets the
@@ -49,7 +49,7 @@ from sqlalchemy.orm import Session
 
 from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
-from harness.summary import RunSummary
+from harness.run.summary import RunSummary
 from leaderboard import bulk, rows, summaries
 from leaderboard.migrate import (
     HEAD,

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Float, String, and_, case, cast, delete, func, select
 
-from harness.pricing import price_unknown
+from harness.model.pricing import price_unknown
 from leaderboard.rows import insert_ignoring, table_of
 from leaderboard.schema import (
     AttemptRow,

@@ -1,7 +1,7 @@
 """Moving runs in and out of the store: load a run folder (`--out`), export any query to a
 pandas DataFrame, CSV or Parquet, and a run's predictions in SWE-bench's JSONL format
 (`instance_id`, `model_name_or_path`, `model_patch`), and attempts' trajectories in ATIF
-(Harbor's Agent Trajectory Interchange Format, `harness.atif`), one file per attempt.
+(Harbor's Agent Trajectory Interchange Format, `harness.agent.atif`), one file per attempt.
 
 Loading is idempotent like every write (insert-only rows): loading a folder twice, or one the
 runner already recorded, adds nothing. The run keeps its id and config hash, so a folder
@@ -21,11 +21,11 @@ from pydantic import ValidationError
 from sqlalchemy import Connection, Select, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from harness.atif import agent_version, to_atif
-from harness.plan import RunConfig
+from harness.agent.atif import agent_version, to_atif
 from harness.results import in_order
-from harness.rundir import RunDir, RunDirError
-from harness.summary import summarize
+from harness.run.plan import RunConfig
+from harness.run.rundir import RunDir, RunDirError
+from harness.run.summary import summarize
 from leaderboard.queries import attempt_view
 from leaderboard.schema import AttemptRow, RunRow
 from leaderboard.store import SqlStore

@@ -1,7 +1,7 @@
 """The `cursorbench` command in this test's process: argv in; stdout, stderr and the exit
 status out, as a separate process would give them, without its ~4 s of imports.
 
-`cursorbench(*args)` calls `cursorbench.cli.invoke`, the function the script's `main` runs,
+`cursorbench(*args)` calls `cursorbench.cli.app.invoke`, the function the script's `main` runs,
 so errors come out exactly as the script prints them. Tests of what only a real process
 shows (signals, the script's own exit, terminal and environment handling) start one
 instead and say why.
@@ -33,7 +33,7 @@ class _Captured(io.StringIO):
 
 def cursorbench(*args: str) -> CliResult:
     """Runs `cursorbench ARGS...` in this process."""
-    from cursorbench.cli import invoke
+    from cursorbench.cli.app import invoke
 
     stdout, stderr = _Captured(), _Captured()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

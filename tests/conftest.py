@@ -16,8 +16,8 @@ import pytest
 
 from cursorbench import api
 from cursorbench.config import spec_from_options
-from harness.openai_server import OpenAIServer, Responder
-from harness.runner import RunOutcome
+from harness.model.openai_server import OpenAIServer, Responder
+from harness.run.runner import RunOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """A Harbor task graded by pytest over Python test files, and agents' code that forces its
 verdict: shared by the kind's red-team tests (tests/harness/kinds/test_harbor_tamper.py)
-and the Docker run (tests/cursorbench/test_harbor_import.py)."""
+and the Docker run (tests/cursorbench/harbor/test_harbor_import.py)."""
 
 from __future__ import annotations
 

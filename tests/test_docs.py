@@ -44,7 +44,7 @@ def relative_links(markdown: str) -> list[str]:
 
 
 def named_paths(markdown: str) -> set[str]:
-    """Repository paths named in code spans (`harness/grading.py`), globs left out."""
+    """Repository paths named in code spans (`harness/grading/grade.py`), globs left out."""
     paths = set()
     for span in re.findall(r"`([^`\n]+)`", markdown):
         for token in re.findall(r"[\w./-]+", span):

@@ -390,7 +390,7 @@ class Conversation:
 def conversation_from_records(
     records: list[dict[str, Any]], tools: list[dict[str, Any]], source: str = ""
 ) -> Conversation:
-    """The chat an agent had, from its trajectory records (harness/trajectory.py format).
+    """The chat an agent had, from its trajectory records (harness/agent/trajectory.py format).
 
     `message` records are system/user turns, `model` records the assistant's replies (tool
     calls included) and `tool` records with an `output` the tool results; a `tool` record
@@ -422,8 +422,8 @@ def _resolved(records: list[dict[str, Any]]) -> bool:
 
 def load_conversations(run_dir: Path, only_resolved: bool = True) -> list[Conversation]:
     """Every attempt's conversation in a run folder (by default only the resolved ones)."""
-    from harness.tools import tool_schemas
-    from harness.trajectory import read_trajectory
+    from harness.agent.tools import tool_schemas
+    from harness.agent.trajectory import read_trajectory
 
     folder = run_dir / "trajectories"
     if not folder.is_dir():

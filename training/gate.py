@@ -45,9 +45,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cursorbench import api
-from cursorbench.suites import suite_options
+from cursorbench.tasks.suites import suite_options
 from harness.errors import CursorBenchError
-from harness.runner import RunInterrupted
+from harness.run.runner import RunInterrupted
 from leaderboard import SqlStore, open_store, queries
 from leaderboard.gate import GateError, GateRules, gate
 from training.checkpoint import Checkpoint, servable_checkpoints

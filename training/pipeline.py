@@ -36,7 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.errors import CursorBenchError
-from harness.runner import RunInterrupted
+from harness.run.runner import RunInterrupted
 from leaderboard.queries import CheckpointState
 from training.checkpoint import (
     Checkpoint,

@@ -11,11 +11,11 @@ folder's `tokenizer.json`. Errors come in OpenAI's shape, `{"error": {"message",
 "param", "code"}}`; a prompt longer than the context answers 400 `context_length_exceeded`,
 which the harness scores as the agent's `context_overflow`.
 
-`ServedModel` is a responder of `harness.openai_server`, the one OpenAI-compatible server, which
-does the HTTP, the streaming (server-sent events) and the body shapes. One model answers one
-request at a time (a lock); connections are served by threads. The key/value cache of the last
-request is kept, so the prefix the next prompt shares with it (an agent's system prompt, tools
-and conversation so far) is not computed again.
+`ServedModel` is a responder of `harness.model.openai_server`, the one OpenAI-compatible
+server, which does the HTTP, the streaming (server-sent events) and the body shapes. One
+model answers one request at a time (a lock); connections are served by threads. The
+key/value cache of the last request is kept, so the prefix the next prompt shares with it (an
+agent's system prompt, tools and conversation so far) is not computed again.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Literal, NoReturn
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.openai_server import (
+from harness.model.openai_server import (
     ChunkStream,
     OpenAIServer,
     RawReply,
@@ -329,7 +329,7 @@ class ServedModel:
         if request.stream_options is not None and request.stream_options.include_usage:
             yield chunks.usage(completion.usage.as_dict())
 
-    # --- as a responder of `harness.openai_server` ---------------------------------------
+    # --- as a responder of `harness.model.openai_server` ---------------------------------------
 
     @property
     def models(self) -> list[str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from cursorbench.factory.candidates import choose_hidden
 from cursorbench.factory.coverage_map import CoverageMap
-from cursorbench.task import ReplaceText
+from cursorbench.tasks.task import ReplaceText
 from harness.pyast import parse_module
 
 MIN_SITES, MAX_SITES = 2, 3

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cursorbench.checks import MIN_FAIL_TO_PASS
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.reexports import own_all_edits, package_init, unexport_edits
-from cursorbench.task import RemoveFile, RemoveSymbol, ReplaceText
+from cursorbench.tasks.task import RemoveFile, RemoveSymbol, ReplaceText
+from cursorbench.validation.checks import MIN_FAIL_TO_PASS
 from harness.pyast import parse_module
 
 MAX_CLUSTER = 3

@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cursorbench.sources import import_root
+from cursorbench.tasks.sources import import_root
 from harness.errors import CursorBenchError
-from harness.grading import PYTEST_ENV, pytest_config
+from harness.grading.grade import PYTEST_ENV, pytest_config
 from harness.sandbox.protocol import SandboxBackend
 
 MARK = "CURSORBENCH-TESTMAP "

@@ -34,7 +34,7 @@ from cursorbench.factory.filters import Proposal, canary_failure
 from cursorbench.factory.measure import Job
 from cursorbench.factory.release import Release, base_spec
 from cursorbench.factory.schedule import Entry
-from cursorbench.workspace import BuiltTask
+from cursorbench.tasks.workspace import BuiltTask
 from harness.kinds.docs import DocsVerification, example_problem, run_probe
 from harness.pyast import parse_module
 from harness.sandbox.protocol import SandboxBackend

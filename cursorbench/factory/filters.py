@@ -14,12 +14,12 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from cursorbench.checks import MAX_SPILL, MAX_SPILL_SHARE, MIN_FAIL_TO_PASS
-from cursorbench.coverage_check import MIN_COVERAGE
 from cursorbench.factory.bugs import BugCandidate
 from cursorbench.factory.candidates import Candidate
-from cursorbench.leaks import MIN_CHARS, MIN_HITS
-from harness.canaries import canary_problems
+from cursorbench.validation.checks import MAX_SPILL, MAX_SPILL_SHARE, MIN_FAIL_TO_PASS
+from cursorbench.validation.coverage_check import MIN_COVERAGE
+from cursorbench.validation.leaks import MIN_CHARS, MIN_HITS
+from harness.grading.canaries import canary_problems
 
 MIN_STATEMENTS = 5  # executable lines removed
 MAX_STATEMENTS = 400

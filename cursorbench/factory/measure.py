@@ -18,8 +18,6 @@ from pathlib import Path
 
 import yaml
 
-from cursorbench import answer
-from cursorbench.checks import asked, derive_tests
 from cursorbench.factory.bug_prompts import BugFacts, symptoms, write_bug_report
 from cursorbench.factory.filters import measured_failure
 from cursorbench.factory.prompts import (
@@ -29,9 +27,11 @@ from cursorbench.factory.prompts import (
     write_prompt,
 )
 from cursorbench.factory.review_tasks import review_prompt, review_spec
-from cursorbench.loader import TaskFileError, load_task, load_task_for_derive
-from cursorbench.suites import _Literal
-from cursorbench.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from cursorbench.tasks import answer
+from cursorbench.tasks.loader import TaskFileError, load_task, load_task_for_derive
+from cursorbench.tasks.suites import _Literal
+from cursorbench.tasks.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from cursorbench.validation.checks import asked, derive_tests
 from harness.home import self_test_folder
 from harness.kinds.docs import DocsVerification
 from harness.kinds.registry import kind_of

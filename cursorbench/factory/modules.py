@@ -23,7 +23,7 @@ from cursorbench.factory.candidates import (
 )
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.reexports import all_edits, package_init, unexport_edits, uses_names
-from cursorbench.task import RemoveFile, RemoveSymbol, ReplaceText
+from cursorbench.tasks.task import RemoveFile, RemoveSymbol, ReplaceText
 from harness.pyast import parse_module
 
 MIN_DEFINITIONS = 2  # one definition alone is a symbol candidate already

@@ -6,7 +6,7 @@ lengths that vary as people's do; the entry points a user would name (at most
 code's docstrings and the hidden tests' names, with the wording and the amount of
 detail picked by a hash of the task id (the same task always gets the same prompt).
 `EndpointWriter` asks any OpenAI-compatible endpoint through the harness's own client
-(`harness.model.OpenAIChatModel`) and falls back to the offline prompt when the reply
+(`harness.model.chat.OpenAIChatModel`) and falls back to the offline prompt when the reply
 breaks the rubric.
 """
 
@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from harness.model import ModelAPIError, OpenAIChatModel
+from harness.model.chat import ModelAPIError, OpenAIChatModel
 
 MAX_NAMES = 3
 MIN_CHARS, MAX_CHARS = 60, 900

@@ -85,8 +85,8 @@ from cursorbench.factory.testing_tasks import (
     testing_spec,
 )
 from cursorbench.factory.usages import enumerate_usages, usage_spec
-from cursorbench.sources import prepared_tree
-from cursorbench.workspace import cache_home
+from cursorbench.tasks.sources import prepared_tree
+from cursorbench.tasks.workspace import cache_home
 from harness.envs import ensure_environment, refuse_package
 from harness.home import build_cache, self_test_folder
 from harness.sandbox import SandboxSettings, open_backend

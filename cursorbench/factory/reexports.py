@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from cursorbench.task import ReplaceText
+from cursorbench.tasks.task import ReplaceText
 from harness.pyast import parse_module
 
 

@@ -34,7 +34,7 @@ from cursorbench.factory.filters import Proposal
 from cursorbench.factory.measure import Job
 from cursorbench.factory.refactor_template import PER_NAME, STRUCTURE_TEST
 from cursorbench.factory.schedule import Entry
-from cursorbench.task import RemoveFile, ReplaceText
+from cursorbench.tasks.task import RemoveFile, ReplaceText
 from harness.pyast import parse_module
 
 SKIPPED_HOSTS = ("__init__", "__main__")  # a package's face and its script: no place for code

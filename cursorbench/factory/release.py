@@ -26,8 +26,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.sources import SourceError, _pip_download, sha256_file
-from cursorbench.task import PackageSource
+from cursorbench.tasks.sources import SourceError, _pip_download, sha256_file
+from cursorbench.tasks.task import PackageSource
 from harness.envs import canonical
 
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")

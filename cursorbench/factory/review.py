@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from cursorbench.suites import _Literal
+from cursorbench.tasks.suites import _Literal
 
 LOG = "review.jsonl"
 

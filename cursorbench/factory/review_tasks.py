@@ -28,7 +28,7 @@ from pathlib import Path
 
 from cursorbench.factory.bugs import BugCandidate, enumerate_bugs
 from cursorbench.factory.coverage_map import CoverageMap
-from cursorbench.task import ReplaceText
+from cursorbench.tasks.task import ReplaceText
 
 ANSWER_FILE = "review.json"
 

@@ -73,14 +73,14 @@ def reusable(previous: Proposal | None) -> bool:
 
 
 class RayJobs(Executor):
-    """Each job a Ray task (`harness.ray_executor.RayExecutor`), at most `jobs` at once: on
+    """Each job a Ray task (`harness.run.ray_executor.RayExecutor`), at most `jobs` at once: on
     a local cluster of `jobs` CPUs, or on the cluster at `address`, whose workers need
     this machine's build cache and output folder at the same paths (a shared file
     system) and a sandbox backend of their own. The `CURSORBENCH_*` settings go with
     every job."""
 
     def __init__(self, jobs: int, address: str | None) -> None:
-        from harness.ray_executor import RayExecutor
+        from harness.run.ray_executor import RayExecutor
 
         settings = {k: v for k, v in os.environ.items() if k.startswith("CURSORBENCH_")}
         self.ray = RayExecutor(

@@ -40,8 +40,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cursorbench import answer
-from cursorbench.checks import TaskValidation, graded_only_problems, package_label
 from cursorbench.factory.bugs import Offsets, Site, functions_of, sites_in, unique_block
 from cursorbench.factory.candidates import test_file, top_level_symbols
 from cursorbench.factory.coverage_map import CoverageMap, is_test_file
@@ -50,10 +48,12 @@ from cursorbench.factory.measure import Job, Measured, sandboxes_for, write_spec
 from cursorbench.factory.prompts import behaviours, first_sentence, listed
 from cursorbench.factory.release import Release, base_spec
 from cursorbench.factory.schedule import Entry
-from cursorbench.loader import TaskFileError, load_task
-from cursorbench.task import RemoveFile
-from cursorbench.workspace import BuildError, BuiltTask, build, cache_home
-from harness.grading import grade
+from cursorbench.tasks import answer
+from cursorbench.tasks.loader import TaskFileError, load_task
+from cursorbench.tasks.task import RemoveFile
+from cursorbench.tasks.workspace import BuildError, BuiltTask, build, cache_home
+from cursorbench.validation.checks import TaskValidation, graded_only_problems, package_label
+from harness.grading.grade import grade
 from harness.kinds.mutants import Mutant, MutantsVerification, apply_mutant
 from harness.pyast import parse_module
 from harness.results import TestOutcome

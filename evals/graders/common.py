@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from harness.grading.scoring import FinalState, Records
 from harness.patch import glob_regex
 from harness.pyast import parse_module
-from harness.scoring import FinalState, Records
 
 EDIT_TOOLS = ("write_file", "edit_file")
 

@@ -38,8 +38,8 @@ from evals.graders.common import (
     stated_wrong,
     whitespace_only,
 )
+from harness.grading.scoring import FinalState, Records, register
 from harness.results import Score
-from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
 
 SLIP_COST = 0.5

@@ -34,8 +34,8 @@ from evals.graders.common import (
     parse,
     signature,
 )
+from harness.grading.scoring import FinalState, Records, register
 from harness.results import Score
-from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
 
 DEPENDENCY_FILES = ["pyproject.toml", "setup.py", "setup.cfg", "**/requirements*.txt", "Pipfile"]

@@ -34,8 +34,8 @@ from evals.graders.common import (
     tool_events,
 )
 from evals.graders.interruption import writes
+from harness.grading.scoring import FinalState, Records, register
 from harness.results import Score
-from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
 
 

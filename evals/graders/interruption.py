@@ -31,8 +31,8 @@ from evals.graders.common import (
     read_only_command,
     tool_events,
 )
+from harness.grading.scoring import FinalState, Records, register
 from harness.results import Score
-from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
 
 

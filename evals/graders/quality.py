@@ -40,9 +40,9 @@ from evals.graders.common import (
 )
 from evals.graders.complexity import complexity
 from evals.graders.lint import added_findings
+from harness.grading.scoring import FinalState, Records, register
 from harness.pyast import parse_module
 from harness.results import Score
-from harness.scoring import FinalState, Records, register
 from harness.spec import PreparedTask
 
 Penalties = list[tuple[float, str]]

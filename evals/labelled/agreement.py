@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from evals import EVALS
 from evals.agents import reply_for
 from evals.labelled import ACCEPT, PER_EVAL, SEED, Item, items
-from harness.openai_server import Answer, OpenAIServer, Reply, first_user_message, step_index
+from harness.model.openai_server import Answer, OpenAIServer, Reply, first_user_message, step_index
 
 MODEL = "labelled-trajectories"
 

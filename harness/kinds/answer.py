@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from harness.blame import harness_step, summary
+from harness.grading.blame import harness_step, summary
 from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
 from harness.kinds.testrun import GradeReport
 from harness.patch import PatchFormatError, split_patch

@@ -1,9 +1,9 @@
-"""The `behaviour` kind: scored by registered graders (`harness.scoring`) over the final
+"""The `behaviour` kind: scored by registered graders (`harness.grading.scoring`) over the final
 state and the trajectory; no tests run. The harness makes it (the evals' scenarios), a
 task file does not name it.
 
 The attempt reads the final state through the sandbox and scores the checks
-(`harness.attempt`); the verdict is `low_scores`: resolved when every check scored
+(`harness.run.attempt`); the verdict is `low_scores`: resolved when every check scored
 at or above its threshold.
 """
 
@@ -29,7 +29,7 @@ CONTRACT_GRADER = "kind_contract"
 
 
 class BehaviourCheck(Frozen):
-    """One behaviour check: a registered grader (`harness.scoring`) and its parameters."""
+    """One behaviour check: a registered grader (`harness.grading.scoring`) and its parameters."""
 
     grader: str = Field(min_length=1, description="Name of a registered grader, e.g. 'intent'.")
     key: str | None = Field(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from harness.blame import harness_step
+from harness.grading.blame import harness_step
 from harness.kinds.base import KindExample
 from harness.kinds.pytest_kind import EXAMPLE_BROKEN, PytestKind, Verification
 from harness.kinds.testrun import GradeReport, grade_tests, protected_files

@@ -1,5 +1,5 @@
 """The `harbor` kind: a Harbor task's own verifier (`tests/test.sh`) decides, by the reward
-it writes (`cursorbench run --tasks harbor:DIR`, cursorbench/harbor_import.py).
+it writes (`cursorbench run --tasks harbor:DIR`, cursorbench/harbor/importer.py).
 
 The task's hidden folder is the Harbor task's `tests/` folder. Grading, after the agent's
 sandbox is closed (its processes are gone with it):
@@ -18,7 +18,7 @@ sandbox is closed (its processes are gone with it):
    channel, a process that leaves test.sh's tree is killed at once, and once test.sh
    ends every process it left is killed before the logs are read and sent back;
 5. where the task has a canary run (`canary`, set by the import check,
-   cursorbench/harbor_canary.py), steps 2-4 run again in a fresh sandbox with the
+   cursorbench/harbor/canary.py), steps 2-4 run again in a fresh sandbox with the
    verifier's Python tests turned into canaries in place (`canary_files`), before or
    after the real run at random;
 6. `judge` reads the reward as Harbor does (`reward.json` first, else `reward.txt`, a
@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from harness import canaries
+from harness.grading import canaries
 from harness.kinds.base import FileKindDefaults, Files, Frozen, KindExample
 from harness.kinds.pytest_kind import EXAMPLE_BROKEN, EXAMPLE_SOLVED, EXAMPLE_STUB
 from harness.kinds.testrun import GradeReport, protected_files
@@ -184,7 +184,7 @@ class HarborVerification(Frozen):
         default=False,
         description="Run the verifier a second time with canaries planted in its Python "
         "test files; that run must fail. Set by the import check (cursorbench/"
-        "harbor_canary.py) once the task's own solution resolves and fails that run.",
+        "harbor/canary.py) once the task's own solution resolves and fails that run.",
     )
     canary_note: str = Field(
         default="", description="What the import check found: why there is a canary run or none."
@@ -249,7 +249,7 @@ def verifier_tar(
 
 def canary_files(tests: Path, task_id: str) -> dict[str, str]:
     """The verifier's Python test files for the canary run: each test that can carry a
-    canary (`harness/canaries.py`) turned into it, in place, under its own name, so the
+    canary (`harness/grading/canaries.py`) turned into it, in place, under its own name, so the
     files hold the same tests and any honest tree fails them. One draw per task (seeded by
     its id): the one the import check tried on the task's solution, so an honest solution
     is never flagged. {} where no test of them can carry a canary."""
@@ -465,7 +465,7 @@ class HarborKind(FileKindDefaults):
         return grade_harbor(task, check, patch, backend, scratch, rng)
 
     def reference_files(self, check: HarborVerification, workspace: Path) -> Files | None:
-        return None  # the task's solution/solve.sh (cursorbench/harbor_import.py)
+        return None  # the task's solution/solve.sh (cursorbench/harbor/importer.py)
 
     def stub_files(self, check: HarborVerification) -> Files | None:
         return None

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
-from harness.blame import harness_step
-from harness.junit import ReportError, parse_junit_report
+from harness.grading.blame import harness_step
+from harness.grading.junit import ReportError, parse_junit_report
 from harness.kinds.base import DEFAULT_PROTECTED_PATHS, FileKindDefaults, Files, Frozen, KindExample
 from harness.kinds.testrun import (
     EMPTY_CONFIG,

@@ -69,7 +69,7 @@ def task_file_kinds() -> list[str]:
 
 
 def graded_by_run(check: KindSpec) -> bool:
-    """Whether `harness.grading.grade` decides the verdict (every kind but behaviour)."""
+    """Whether `harness.grading.grade.grade` decides the verdict (every kind but behaviour)."""
     return kind_of(check).graded_by_run
 
 

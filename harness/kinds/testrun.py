@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness import canaries, twin
-from harness.junit import SEVERITY, ReportError, junit_key, outcomes_for, parse_junit_report
+from harness.grading import canaries, twin
+from harness.grading.junit import SEVERITY, ReportError, junit_key, outcomes_for, parse_junit_report
 from harness.patch import (
     GradingChange,
     PatchFormatError,

@@ -55,7 +55,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.pytest_env import AGENT_PYTEST_ENV
+from harness.grading.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox import cmdgroups
 from harness.sandbox.baseline import NOT_CHANGES, diff_env, git_env
 from harness.sandbox.bubblewrap import (

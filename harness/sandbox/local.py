@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.pytest_env import AGENT_PYTEST_ENV
+from harness.grading.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox.baseline import Baseline, BaselineError, diff_env
 from harness.sandbox.bubblewrap import (
     BubblewrapJail,

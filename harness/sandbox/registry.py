@@ -1,7 +1,7 @@
 """Sandbox backends by name: `auto`, `bubblewrap`, `subprocess`, `docker`.
 
 A new backend is one module with a factory added to `BACKENDS`; the contract
-tests in `tests/harness/test_sandbox_contract.py` pin what it must do.
+tests in `tests/harness/sandbox/test_sandbox_contract.py` pin what it must do.
 """
 
 from __future__ import annotations

@@ -368,7 +368,7 @@ UNUSED_TREE_S = 7 * 24 * 3600
 # Opening a tree marks it used (its marker's time) only when the mark is older than this:
 # the marker lies in what the leak scan walks, and a mark by every process that opens the
 # tree (each test worker, CLI and factory job) changed the scan's environment fingerprint
-# each time, so its cache (`cursorbench.leaks`) was stale and every build grepped again.
+# each time, so its cache (`cursorbench.validation.leaks`) was stale and every build grepped again.
 MARK_EVERY_S = 3600
 
 

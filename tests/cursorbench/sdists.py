@@ -11,7 +11,7 @@ import tarfile
 import uuid
 from pathlib import Path
 
-from cursorbench.task import Task
+from cursorbench.tasks.task import Task
 from harness.home import build_cache
 
 EXTRA = '''"""Text statistics: the feature a task deletes."""

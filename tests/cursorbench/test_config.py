@@ -22,10 +22,10 @@ from cursorbench.config import (
     run_flags,
     spec_from_options,
 )
-from harness.doubles import DoneOnlyDouble
 from harness.errors import ConfigError, CursorBenchError
+from harness.model.doubles import DoneOnlyDouble
 from harness.results import AttemptResult, RunInfo, Status
-from harness.summary import RunSummary
+from harness.run.summary import RunSummary
 
 RUN_YAML = """\
 tasks: [textkit-*]
@@ -130,7 +130,7 @@ def test_flags_are_generated_from_the_spec_s_fields() -> None:
 
 
 def test_the_config_s_reference_name_is_the_solver_s() -> None:
-    from cursorbench.reference import REFERENCE_SOLVER
+    from cursorbench.tasks.reference import REFERENCE_SOLVER
 
     assert ReferenceModel().name == REFERENCE_SOLVER
 
@@ -175,7 +175,7 @@ class ListStore:
 
 @pytest.mark.slow
 def test_the_library_call_takes_plain_data_and_an_injected_store(tmp_path: Path, serve) -> None:
-    from harness.store import ResultStore
+    from harness.run.store import ResultStore
     from leaderboard import SqlStore
 
     store = ListStore()
@@ -198,7 +198,7 @@ def test_the_library_call_takes_plain_data_and_an_injected_store(tmp_path: Path,
 
 
 def test_the_library_call_takes_an_injected_model(tmp_path: Path) -> None:
-    from harness.model import ModelReply
+    from harness.model.chat import ModelReply
 
     class SaysDone:
         name = "says-done"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.loader import load_tasks
-from cursorbench.suites import suite_path
-from cursorbench.task import PackageSource
+from cursorbench.tasks.loader import load_tasks
+from cursorbench.tasks.suites import suite_path
+from cursorbench.tasks.task import PackageSource
 from tests.cli_runner import cursorbench
 
 TASK = Path(__file__).parent / "data" / "inflection-plurals.yaml"

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from cursorbench.report import results_table, run_wall_time
 from harness.results import AttemptResult, RunInfo, Status, Usage
-from harness.summary import summarize
+from harness.run.summary import summarize
 
 WHEN = datetime(2025, 1, 1, tzinfo=UTC)
 RUN = RunInfo(

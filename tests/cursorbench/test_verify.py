@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.doubles import IrrelevantEditDouble
+from harness.model.doubles import IrrelevantEditDouble
 from harness.results import AttemptResult, Status
-from harness.summary import summarize
+from harness.run.summary import summarize
 from tests.cli_runner import cursorbench
 
 TASKS = ("--tasks", "textkit-slugify", "--tasks", "textkit-case-styles")

@@ -14,7 +14,7 @@ import pytest
 from evals import EVALS
 from evals.baselines import BASELINES, FLOOR
 from evals.scenario import load_scenarios
-from harness.runner import RunOutcome
+from harness.run.runner import RunOutcome
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, text
 from evals import EVALS
 from evals.scenario import load_scenarios
 
-CLI = [sys.executable, "-m", "cursorbench.cli"]
+CLI = [sys.executable, "-m", "cursorbench.cli.app"]
 
 
 def cursorbench(*args: str) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from evals.scenario import Scenario, checks, codebase_files, load_scenarios, prepare
-from harness.scoring import FinalState, run_check
+from harness.grading.scoring import FinalState, run_check
 
 SCENARIOS = load_scenarios(split="curated")
 

@@ -15,7 +15,7 @@ from evals import EVALS
 from evals.agents import ScenarioAgent
 from evals.baselines import BASELINES, FLOOR
 from evals.scenario import load_scenarios
-from harness.runner import RunOutcome
+from harness.run.runner import RunOutcome
 
 SAMPLE = 2
 SELECT = {"eval_split": "generated", "eval_sample": SAMPLE}

@@ -13,7 +13,7 @@ import pytest
 
 import evals.graders  # noqa: F401  (registers the graders)
 from evals.graders.complexity import complexity
-from harness.scoring import FinalState, run_check
+from harness.grading.scoring import FinalState, run_check
 from harness.spec import BehaviourCheck, BehaviourVerification, PreparedTask
 
 TASK = PreparedTask(

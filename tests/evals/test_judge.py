@@ -12,8 +12,8 @@ from typing import Any
 from evals.agents import ScenarioAgent
 from evals.judge import judge_attempt, judge_run, means, parse_answers, prompt, rubric
 from evals.scenario import load_scenarios
-from harness.openai_server import Reply
-from harness.runner import RunOutcome
+from harness.model.openai_server import Reply
+from harness.run.runner import RunOutcome
 
 
 class ScriptedJudgeFixture:

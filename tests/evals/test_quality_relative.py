@@ -5,7 +5,7 @@ default or a builtin's name is not charged for them; the same hazards added are.
 from __future__ import annotations
 
 from evals.graders.quality import QualityParams, grade_quality
-from harness.scoring import FinalState
+from harness.grading.scoring import FinalState
 from tests.evals.test_graders import TASK
 
 OLD = """def compile(text, cache=[], strict=False):

@@ -13,7 +13,7 @@ import pytest
 from evals import EVALS
 from evals.agents import ScenarioAgent
 from evals.scenario import load_scenarios
-from harness.runner import RunOutcome
+from harness.run.runner import RunOutcome
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.doubles import DoneOnlyDouble
-from harness.openai_server import (
+from harness.model.doubles import DoneOnlyDouble
+from harness.model.openai_server import (
     Answer,
     AnswersModels,
     OpenAIServer,

@@ -19,15 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cursorbench.loader import bundled_suite
-from harness.doubles import ScriptedDouble
-from harness.openai_server import Reply, Responder, first_user_message
+from cursorbench.tasks.loader import bundled_suite
+from harness.model.doubles import ScriptedDouble
+from harness.model.openai_server import Reply, Responder, first_user_message
 
 TASK_ID = "textkit-slugify"
 REPO = bundled_suite() / "repos" / "textkit"
 INIT = (REPO / "textkit" / "__init__.py").read_text()
 SLUG = (REPO / "textkit" / "slug.py").read_text()  # the reference solution
-CLI = [sys.executable, "-m", "cursorbench.cli"]
+CLI = [sys.executable, "-m", "cursorbench.cli.app"]
 
 
 def tool(name: str, **arguments: Any) -> Reply:
@@ -158,8 +158,8 @@ def both_tasks(red_team: RedTeam, attacker: list[Any], honest: list[Any]) -> tup
 
 def reference_steps(task_id: str) -> list[Any]:
     """The reference solver's steps for a bundled task, without its finish."""
-    from cursorbench.loader import tasks_from_options
-    from cursorbench.reference import reference_steps as steps
-    from cursorbench.workspace import build
+    from cursorbench.tasks.loader import tasks_from_options
+    from cursorbench.tasks.reference import reference_steps as steps
+    from cursorbench.tasks.workspace import build
 
     return steps(build(tasks_from_options([task_id])[0]))[:-1]

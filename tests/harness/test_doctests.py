@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.grading import GradeReport
+from harness.grading.grade import GradeReport
 from harness.kinds.docs import PROBE, Example, ProbeReport, example_problem, judge_docs, read_probe
 from harness.results import Failure, TestOutcome
 from harness.spec import DocsVerification

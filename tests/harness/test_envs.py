@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from cursorbench.task import Task
-from cursorbench.workspace import (
+from cursorbench.tasks.task import Task
+from cursorbench.tasks.workspace import (
     BuildError,
     BuiltTask,
     build,
@@ -25,7 +25,7 @@ from cursorbench.workspace import (
     ensure_task_environment,
 )
 from harness import envs
-from harness.grading import grade
+from harness.grading.grade import grade
 from harness.home import harness_dirs
 from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
 from harness.sandbox.bubblewrap import python_paths
@@ -143,7 +143,7 @@ def test_requirements_are_pinned_and_never_the_tasks_own_package(tmp_path: Path)
 def test_a_task_without_an_environment_keeps_its_digest_and_the_harness_python(
     tmp_path: Path,
 ) -> None:
-    from cursorbench.loader import bundled_suite, load_task
+    from cursorbench.tasks.loader import bundled_suite, load_task
 
     task = load_task(bundled_suite() / "tasks" / "textkit-slugify.yaml")
     assert task.environment is None and '"environment"' not in digested_json(task)
@@ -264,7 +264,7 @@ def test_a_task_with_an_environment_builds_and_grades_on_bubblewrap(
 @pytest.mark.slow
 @needs_bwrap
 def test_a_task_with_an_environment_passes_full_validation(wheels: Path, tmp_path: Path) -> None:
-    from cursorbench.checks import validate_full
+    from cursorbench.validation.checks import validate_full
 
     record = validate_full(build(tripler_task(tmp_path, [DEP])), "bubblewrap")
     assert record.valid, record.problems
@@ -290,7 +290,7 @@ def test_a_task_whose_environment_holds_its_package_does_not_build(
 
 
 def test_a_task_with_an_environment_is_not_exported_to_harbor(tmp_path: Path) -> None:
-    from cursorbench.harbor import ExportSkipped, export_task
+    from cursorbench.harbor.export import ExportSkipped, export_task
 
     built = BuiltTask(tripler_task(tmp_path, [DEP]), "x", tmp_path / "built")
     with pytest.raises(ExportSkipped, match="an environment of its own"):
@@ -299,8 +299,8 @@ def test_a_task_with_an_environment_is_not_exported_to_harbor(tmp_path: Path) ->
 
 
 def test_a_worker_without_the_tasks_environment_says_so(tmp_path: Path) -> None:
-    from harness.remote import AttemptJob, pack_task, unpack_task
     from harness.results import Attempt
+    from harness.run.remote import AttemptJob, pack_task, unpack_task
 
     (tmp_path / "ws").mkdir()
     (tmp_path / "hidden").mkdir()
@@ -326,7 +326,7 @@ def test_validation_scans_what_the_tasks_sandboxes_show(
     """The answer in the harness's venv, which a task with its own environment never shows:
     no leak for that task (validation once scanned the harness's venv for every task, and
     refused v2's mako tasks, whose package the harness has installed)."""
-    from cursorbench.checks import validate_full
+    from cursorbench.validation.checks import validate_full
     from tests.cursorbench.sdists import EXTRA, tiny_task
 
     built = build(tiny_task(cursorbench_home, tmp_path, environment={"requirements": [DEP]}))

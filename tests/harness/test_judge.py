@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.canaries import Canaries
-from harness.grading import judge
+from harness.grading.canaries import Canaries
+from harness.grading.grade import judge
 from harness.results import Failure
 from harness.results import TestOutcome as Outcome
 from harness.sandbox.process import Completed

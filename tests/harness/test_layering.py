@@ -38,10 +38,10 @@ def test_the_check_finds_imports_inside_functions(tmp_path: Path) -> None:
     probe.write_text(
         "import cursorbenchmark\n"
         "def f():\n"
-        "    from cursorbench.workspace import cache_home\n"
+        "    from cursorbench.tasks.workspace import cache_home\n"
         "    import os, cursorbench\n"
     )
     assert suite_imports(probe) == [
-        "probe.py:3 cursorbench.workspace",
+        "probe.py:3 cursorbench.tasks.workspace",
         "probe.py:4 cursorbench",
     ]

@@ -194,9 +194,9 @@ def test_a_header_the_harness_diff_never_writes_is_refused(header: str) -> None:
 
 def test_grading_refuses_such_a_change_as_patch_rejected(tmp_path: Path) -> None:
     """Before any sandbox opens: grading's backend here cannot open one."""
-    from cursorbench.loader import bundled_suite, load_task
-    from cursorbench.workspace import build
-    from harness.grading import grade
+    from cursorbench.tasks.loader import bundled_suite, load_task
+    from cursorbench.tasks.workspace import build
+    from harness.grading.grade import grade
     from harness.results import Failure
 
     task = load_task(bundled_suite() / "tasks" / "textkit-slugify.yaml")

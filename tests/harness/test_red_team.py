@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.openai_server import Reply
+from harness.model.openai_server import Reply
 from tests.harness.red_team_kit import (
     CASE_TASK,
     INIT,

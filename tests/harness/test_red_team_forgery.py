@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from cursorbench.loader import bundled_suite
+from cursorbench.tasks.loader import bundled_suite
 from tests.harness.canary_detector import DETECTOR
 from tests.harness.red_team_kit import (
     INIT,

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from cursorbench.loader import bundled_suite
+from cursorbench.tasks.loader import bundled_suite
 from tests.harness.red_team_kit import assert_failed, assert_resolved, reference_steps, shell, write
 
 DOCS_TASK = "ledger-inventory-docs"

@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from harness.results import AttemptResult, Failure, RunInfo, Status, TestOutcome, Usage
-from harness.summary import summarize
+from harness.run.summary import summarize
 from leaderboard import SqlStore, open_store
 
 PG_URL = os.environ.get(

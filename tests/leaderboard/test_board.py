@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from harness.pricing import unknown_price_warning
+from harness.model.pricing import unknown_price_warning
 from leaderboard import queries, stats
 from leaderboard.schema import RunRow
 
@@ -96,7 +96,7 @@ def test_a_partial_run_and_an_unknown_price_are_said_so(db: Any, fill: Any) -> N
 
 
 def _partial_summary(store: Any, run_id: str) -> Any:
-    from harness.summary import summarize
+    from harness.run.summary import summarize
 
     results = store.attempts(run_id)
     return summarize(results, len(results) + 12)  # 12 planned attempts never ran

@@ -14,10 +14,10 @@ import pytest
 from alembic import command
 from sqlalchemy import create_engine
 
-from harness.pricing import unknown_price_warning
+from harness.model.pricing import unknown_price_warning
 from harness.results import AttemptResult, Failure, RunInfo, Score, Status
 from harness.results import TestOutcome as Outcome
-from harness.summary import summarize
+from harness.run.summary import summarize
 from leaderboard import open_store
 from leaderboard.migrate import HEAD, alembic_config
 from tests.cli_runner import CliResult, cursorbench
@@ -42,7 +42,7 @@ def one_line_error(done: CliResult, says: str) -> None:
 
 
 def test_the_export_formats_in_the_help_are_the_transfer_s() -> None:
-    from cursorbench import cli_leaderboard
+    from cursorbench.cli import leaderboard as cli_leaderboard
     from leaderboard import transfer
 
     assert cli_leaderboard.EXPORT_FORMATS == transfer.EXPORT_FORMATS

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from cursorbench import api
-from cursorbench.cli_leaderboard import bundled_test_lists
+from cursorbench.cli.leaderboard import bundled_test_lists
 from cursorbench.config import spec_from_options
-from harness.doubles import DoneOnlyDouble
-from harness.openai_server import OpenAIServer
+from harness.model.doubles import DoneOnlyDouble
+from harness.model.openai_server import OpenAIServer
 from leaderboard import SqlStore, open_store
 from leaderboard.dashboard import Served
 from leaderboard.gate import GateRules, gate

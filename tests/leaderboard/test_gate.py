@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from harness.pricing import unknown_price_warning
+from harness.model.pricing import unknown_price_warning
 from harness.results import NOT_TAMPER_EVIDENT
 from leaderboard import SqlStore
 from leaderboard.gate import GateError, GateRules, gate, load_rules

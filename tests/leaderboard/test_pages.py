@@ -176,8 +176,8 @@ def test_a_one_attempt_run_is_not_ranked_and_no_price_is_not_free(
 ) -> None:
     from sqlalchemy import update
 
-    from harness.pricing import unknown_price_warning
-    from harness.summary import summarize
+    from harness.model.pricing import unknown_price_warning
+    from harness.run.summary import summarize
     from leaderboard.schema import RunRow
 
     store = open_store(f"sqlite:///{tmp_path / 'lb.sqlite'}")

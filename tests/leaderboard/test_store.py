@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 
 from harness.results import AttemptResult, Failure, RunInfo, Status, Usage
 from harness.results import TestOutcome as Outcome  # aliased: pytest would try to collect it
-from harness.store import ResultStore
-from harness.summary import RunSummary, summarize
+from harness.run.store import ResultStore
+from harness.run.summary import RunSummary, summarize
 from leaderboard import SqlStore, StoreError, open_store
 from leaderboard.schema import AttemptRow, RunRow
 

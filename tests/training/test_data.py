@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.trajectory import Trajectory, read_trajectory
+from harness.agent.trajectory import Trajectory, read_trajectory
 from training.chat import AssistantReply, ToolCall, encode_with_mask, render_assistant_body
 from training.data import (
     CorpusConfig,

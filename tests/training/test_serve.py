@@ -199,7 +199,7 @@ def test_cursorbench_run_scores_a_served_checkpoint(
     served = ServedModel.load(checkpoints["fresh"], "toy", context_length=8192, max_tokens=16)
     with ModelServer(served) as server:
         done = subprocess.run(
-            [sys.executable, "-m", "cursorbench.cli", "run", "--base-url", server.base_url,
+            [sys.executable, "-m", "cursorbench.cli.app", "run", "--base-url", server.base_url,
              "--model", "toy", "--suite", "smoke", "--tasks", "textkit-slugify",
              "--out", str(tmp_path / "run"), "--db", f"sqlite:///{tmp_path / 'lb.sqlite'}",
              "--max-retries", "0"],

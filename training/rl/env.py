@@ -1,4 +1,4 @@
-"""The environment is the harness: a rollout is `harness.attempt.run_attempt` on a task,
+"""The environment is the harness: a rollout is `harness.run.attempt.run_attempt` on a task,
 through the same sandbox, tools and graders as an evaluation; the reward is the verdict.
 
 `PolicyChatModel` is the harness's `ChatModel` for a policy being trained: it renders the
@@ -16,7 +16,7 @@ Reward (`attempt_reward`): 1 when resolved, else the share of FAIL_TO_PASS tests
 passed; plus weighted auxiliary scores the harness computed with the evals' graders
 (`code_quality` and any other behaviour check a task carries). Nothing is graded here;
 a change already graded in this process (or, with `memo_dir`, in this run) is not graded
-again (`harness.grade_memo`).
+again (`harness.grading.memo`).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.attempt import AttemptEnvironment, run_attempt
-from harness.grade_memo import GradeMemo
-from harness.model import ContextOverflow, ModelReply, ToolCall
-from harness.plan import SandboxPlan
+from harness.grading.memo import GradeMemo
+from harness.model.chat import ContextOverflow, ModelReply, ToolCall
 from harness.results import Attempt, AttemptResult, Status, TestOutcome
+from harness.run.attempt import AttemptEnvironment, run_attempt
+from harness.run.plan import SandboxPlan
 from harness.sandbox.registry import open_backend
 from harness.spec import PreparedTask
 from training.chat import parse_reply, render_prompt
@@ -170,7 +170,7 @@ class HarnessEnv:
     max_tokens: int
     sandbox: str = "subprocess"
     aux_weights: dict[str, float] = field(default_factory=lambda: {"code_quality": 0.1})
-    # Grade each distinct change once per process (`harness.grade_memo`): a toy policy
+    # Grade each distinct change once per process (`harness.grading.memo`): a toy policy
     # repeats a handful of edits, and grading is most of an attempt's cost.
     memo_grades: bool = True
     # With a folder, the memo is kept there and shared by every process of the run (workers,

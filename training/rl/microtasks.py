@@ -1,6 +1,6 @@
 """Micro-tasks: feature deletions small enough for a toy model to learn to fill.
 
-Each task is a harness task file (`cursorbench.task.Task`, the suite's own format) over a
+Each task is a harness task file (`cursorbench.tasks.task.Task`, the suite's own format) over a
 one-function repository whose body the feature-deletion builder replaces with
 `raise NotImplementedError`; hidden tests fail until it is restored, and the evals'
 `code_quality` grader runs as a behaviour check, so a verdict carries an auxiliary score.
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import yaml
 
-from cursorbench.loader import load_task
-from cursorbench.workspace import build
+from cursorbench.tasks.loader import load_task
+from cursorbench.tasks.workspace import build
 from harness.spec import PreparedTask
 
 MODULE = "calc.py"

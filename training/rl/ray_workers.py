@@ -7,7 +7,7 @@ order of calls to a threaded actor, and a job must not overtake the delta sent b
 (it would sample at an older version than the learner expects), so every message carries a
 sequence number and the actor hands them to the loop in that order.
 
-Without an address a small local cluster is started (`harness.ray_executor.start_or_join`);
+Without an address a small local cluster is started (`harness.run.ray_executor.start_or_join`);
 with one, the actors are placed on that cluster, one CPU each.
 """
 
@@ -18,7 +18,7 @@ import queue
 import threading
 from typing import Any
 
-from harness.ray_executor import start_or_join
+from harness.run.ray_executor import start_or_join
 from training.rl.workers import Finished, Job, WorkerSpec, child_main, finished, take
 from training.weight_sync import Delta
 

@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 from types import ModuleType
 
-from harness import agent, tools
+from harness.agent import loop as agent
+from harness.agent import tools
 from training import chat, model, tokenizer
 from training.checkpoint import checkpoint_name, is_complete, save_checkpoint
 from training.rl import microtasks, warmstart

@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from harness.agent import SYSTEM_PROMPT
-from harness.tools import tool_schemas
+from harness.agent.loop import SYSTEM_PROMPT
+from harness.agent.tools import tool_schemas
 from training.chat import encode_with_mask
 from training.model import ModelConfig, Transformer, next_token_loss
 from training.rl.microtasks import (

@@ -1,7 +1,7 @@
 """The `harbor` kind's pure parts: Harbor's paths rewritten in the verifier's files, the
 reward read as Harbor reads it, the logs read back without trusting them, the canary
 run's verdict. (Its grading run is in the kind contract suite, its red team in
-test_harbor_tamper.py, and tests/cursorbench/test_harbor_import.py.)"""
+test_harbor_tamper.py, and tests/cursorbench/harbor/test_harbor_import.py.)"""
 
 from __future__ import annotations
 

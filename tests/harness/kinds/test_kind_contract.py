@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
+from harness.grading.scoring import GRADERS, FinalState, Records, register, score_checks
 from harness.kinds.base import KindExample, VerificationKind
 from harness.kinds.behaviour import CONTRACT_GRADER, low_scores
 from harness.kinds.registry import KINDS, kind_of
@@ -22,7 +23,6 @@ from harness.kinds.testrun import GradeReport
 from harness.results import Score
 from harness.sandbox import SandboxBackend, open_backend
 from harness.sandbox.baseline import Baseline
-from harness.scoring import GRADERS, FinalState, Records, register, score_checks
 from harness.spec import AnyVerification, Limits, PreparedTask, TaskVerification
 
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from harness.attempt import AttemptEnvironment, run_attempt
-from harness.model import ModelReply, ToolCall
-from harness.plan import SandboxPlan
+from harness.model.chat import ModelReply, ToolCall
 from harness.results import Attempt
+from harness.run.attempt import AttemptEnvironment, run_attempt
+from harness.run.plan import SandboxPlan
 from harness.sandbox.registry import open_backend
 from training.rl.env import attempt_reward, fail_to_pass_of
 from training.rl.microtasks import DELETED, MODULE, build_micro_tasks
@@ -63,7 +63,7 @@ def test_the_reward_is_the_harness_verdict_plus_the_graders_score(tmp_path: Path
 def test_a_change_graded_once_is_not_graded_again(tmp_path: Path) -> None:
     """With a grade memo (an RL environment's), the same edit gets the very verdict its
     first grading gave, and a different edit is graded afresh."""
-    from harness.grade_memo import GradeMemo
+    from harness.grading.memo import GradeMemo
 
     task = build_micro_tasks(tmp_path / "micro", operations=["sum"])[0].task
     plan = SandboxPlan()

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # a local Ray cluster: ~35 s here, with the exclu
 
 @pytest.fixture(scope="module")
 def local_cluster() -> Iterator[None]:
-    from harness.ray_executor import start_or_join
+    from harness.run.ray_executor import start_or_join
 
     start_or_join(None, num_cpus=2)
     yield
