@@ -45,9 +45,9 @@ from cursorbench.tasks.loader import tasks_from_options
 from cursorbench.tasks.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.tasks.suites import build_many
 from cursorbench.tasks.task import HarborSource
-from cursorbench.tasks.workspace import BuiltTask, cache_home
+from cursorbench.tasks.workspace import BuiltTask
 from harness.errors import ConfigError, CursorBenchError
-from harness.home import harness_dirs, self_test_folder
+from harness.home import cache_home, harness_dirs, self_test_folder
 from harness.model.chat import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.model.openai_server import OpenAIServer, Responder
 from harness.model.pricing import Price, load_price_table, price_for, unknown_price_warning

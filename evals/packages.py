@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from cursorbench.tasks.workspace import cache_home
-from harness.home import build_once
+from harness.home import build_once, cache_home
 from harness.pyast import parse_module
 
 # (import name, distribution): pure Python, not loaded by pytest or the harness's test run

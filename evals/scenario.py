@@ -22,10 +22,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from cursorbench.tasks.workspace import cache_home, copy_source, tree_digest
 from evals import EVALS
 from evals.graders.common import is_test_path
-from harness.home import build_once
+from harness.home import build_once, cache_home
 from harness.spec import (
     AnyVerification,
     BehaviourCheck,
@@ -36,6 +35,7 @@ from harness.spec import (
     PreparedTask,
     Verification,
 )
+from harness.trees import copy_source, tree_digest
 
 HERE = Path(__file__).parent
 SCENARIOS = HERE / "scenarios"

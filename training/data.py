@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.home import cache_home
 from training.chat import encode_with_mask
 from training.tokenizer import CodeTokenizer, train_tokenizer
 
@@ -81,7 +82,7 @@ def default_roots() -> list[Path]:
 def cache_dir(config: CorpusConfig) -> Path:
     if config.cache_dir is not None:
         return config.cache_dir
-    home = Path(os.environ.get("CURSORBENCH_HOME", Path.home() / ".cache" / "cursorbench"))
+    home = cache_home()
     return home / "training"
 
 

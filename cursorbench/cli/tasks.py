@@ -202,9 +202,10 @@ def tasks_health(
     from cursorbench.tasks.loader import tasks_from_options_reporting
     from cursorbench.tasks.stats import load_validation
     from cursorbench.tasks.suites import suite_options
-    from cursorbench.tasks.workspace import BuildError, build, cache_home
+    from cursorbench.tasks.workspace import BuildError, build
     from cursorbench.validation.health import AS_IS, check_task, write_health_report
     from cursorbench.validation.perturb import PerturbationUnavailable, clock_perturbation, probe
+    from harness.home import cache_home
     from harness.sandbox import SandboxSettings, choose_backend, open_backend
 
     backend = choose_backend(sandbox)
@@ -351,8 +352,8 @@ def _derive_lists(path: Path, built: BuiltTask, backend: str) -> tuple[str, list
     import tempfile
 
     from cursorbench.tasks.suites import write_test_lists
-    from cursorbench.tasks.workspace import cache_home
     from cursorbench.validation.checks import backend_for, derive_tests
+    from harness.home import cache_home
     from harness.kinds.registry import pytest_part
 
     root = cache_home() / "validate"
@@ -377,9 +378,10 @@ def _derive_exempt(path: Path, backend: str) -> tuple[list[str], list[str]]:
 
     from cursorbench.tasks.loader import load_task_for_derive
     from cursorbench.tasks.suites import write_verification
-    from cursorbench.tasks.workspace import build, cache_home
+    from cursorbench.tasks.workspace import build
     from cursorbench.validation.canary_order import exempt_for_order
     from cursorbench.validation.checks import backend_for
+    from harness.home import cache_home
     from harness.kinds.registry import pytest_part
 
     task = load_task_for_derive(path)

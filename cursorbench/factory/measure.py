@@ -30,9 +30,9 @@ from cursorbench.factory.review_tasks import review_prompt, review_spec
 from cursorbench.tasks import answer
 from cursorbench.tasks.loader import TaskFileError, load_task, load_task_for_derive
 from cursorbench.tasks.suites import _Literal
-from cursorbench.tasks.workspace import BuildError, BuiltTask, build, cache_home, scan_hidden_paths
+from cursorbench.tasks.workspace import BuildError, BuiltTask, build, scan_hidden_paths
 from cursorbench.validation.checks import asked, derive_tests
-from harness.home import self_test_folder
+from harness.home import cache_home, self_test_folder
 from harness.kinds.docs import DocsVerification
 from harness.kinds.registry import kind_of
 from harness.sandbox import SandboxSettings, open_backend

@@ -86,9 +86,8 @@ from cursorbench.factory.testing_tasks import (
 )
 from cursorbench.factory.usages import enumerate_usages, usage_spec
 from cursorbench.tasks.sources import prepared_tree
-from cursorbench.tasks.workspace import cache_home
 from harness.envs import ensure_environment, refuse_package
-from harness.home import build_cache, self_test_folder
+from harness.home import build_cache, cache_home, self_test_folder
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.registry import with_python_env
 from harness.spec import Limits

@@ -51,9 +51,10 @@ from cursorbench.factory.schedule import Entry
 from cursorbench.tasks import answer
 from cursorbench.tasks.loader import TaskFileError, load_task
 from cursorbench.tasks.task import RemoveFile
-from cursorbench.tasks.workspace import BuildError, BuiltTask, build, cache_home
+from cursorbench.tasks.workspace import BuildError, BuiltTask, build
 from cursorbench.validation.checks import TaskValidation, graded_only_problems, package_label
 from harness.grading.grade import grade
+from harness.home import cache_home
 from harness.kinds.mutants import Mutant, MutantsVerification, apply_mutant
 from harness.pyast import parse_module
 from harness.results import TestOutcome

@@ -37,12 +37,13 @@ from typing import Any
 from cursorbench.tasks.loader import HARBOR_PREFIX as PREFIX
 from cursorbench.tasks.loader import TaskFileError
 from cursorbench.tasks.task import Category, HarborSource, Task
-from cursorbench.tasks.workspace import BuiltTask, copy_source, task_digest
+from cursorbench.tasks.workspace import BuiltTask, task_digest
 from harness.home import build_cache, build_once
 from harness.kinds.harbor_kind import HarborVerification, rewrite_file
 from harness.model.openai_server import Reply
 from harness.sandbox.image import IMAGE_REPOSITORY
 from harness.spec import Limits
+from harness.trees import copy_source
 
 SUITE_VERSION = "harbor"
 DEFAULT_CATEGORY = Category.DEBUGGING

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import os
 import shutil
 import sys
 import sysconfig
@@ -43,15 +42,13 @@ from harness.envs import EnvironmentFailed, ensure_environment, environment_path
 from harness.errors import CursorBenchError
 from harness.grading.twin import restored_functions
 from harness.home import build_cache, build_once, harness_dirs
-from harness.home import cache_home as cache_home  # imported from here by many modules
 from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask, with_behaviour_checks
+from harness.trees import copy_source, tree_digest, tree_files
 
 BUILDER_VERSION = "4"
-SKIPPED_NAMES = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox"}
-SKIPPED_SUFFIXES = (".pyc", ".pyo")
 
 
 class BuildError(CursorBenchError, RuntimeError):
@@ -88,8 +85,8 @@ class BuiltTask:
     def solution_tree(self) -> dict[str, str | None]:
         """Files the reference solution writes (None: deletes), relative to the workspace."""
         hidden = set(self.task.verification.hidden_tests)
-        after = {p for p in _files(self.original) if p not in hidden}
-        before = set(_files(self.workspace))
+        after = {p for p in tree_files(self.original) if p not in hidden}
+        before = set(tree_files(self.workspace))
         changes: dict[str, str | None] = {}
         for path in sorted(after):
             data = (self.original / path).read_bytes()
@@ -123,36 +120,6 @@ class BuiltTask:
             if path.endswith(".py") and (names := restored_functions(text, lines)):
                 found[path] = names
         return found
-
-
-def _files(root: Path) -> list[str]:
-    return sorted(
-        str(path.relative_to(root))
-        for path in root.rglob("*")
-        if path.is_file() or path.is_symlink()
-    )
-
-
-def _skip(name: str) -> bool:
-    return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES) or name.endswith(".egg-info")
-
-
-def copy_source(source: Path, target: Path) -> None:
-    shutil.copytree(
-        source, target, symlinks=True, ignore=lambda _, names: [n for n in names if _skip(n)]
-    )
-
-
-def tree_digest(root: Path) -> str:
-    digest = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not _skip(d))
-        for name in sorted(f for f in filenames if not _skip(f)):
-            path = Path(dirpath) / name
-            digest.update(str(path.relative_to(root)).encode() + b"\0")
-            digest.update(b"x" if os.access(path, os.X_OK) else b"-")
-            digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
 
 
 def digested_json(task: Task) -> str:

@@ -53,11 +53,7 @@ from pydantic import BaseModel, Field
 
 from cursorbench.tasks import answer
 from cursorbench.tasks.task import PackageSource
-from cursorbench.tasks.workspace import (
-    BuiltTask,
-    cache_home,
-    scan_hidden_paths,
-)
+from cursorbench.tasks.workspace import BuiltTask, scan_hidden_paths
 from cursorbench.validation import leaks
 from cursorbench.validation.canary_order import (
     PLACEMENTS,
@@ -81,7 +77,7 @@ from cursorbench.validation.tree_runs import (
     split_run,
 )
 from harness.grading.grade import grade
-from harness.home import self_test_folder
+from harness.home import cache_home, self_test_folder
 from harness.kinds.docs import DocsVerification
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome

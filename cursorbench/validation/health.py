@@ -22,10 +22,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cursorbench.tasks import answer
-from cursorbench.tasks.workspace import BuiltTask, cache_home
+from cursorbench.tasks.workspace import BuiltTask
 from cursorbench.validation.checks import TaskValidation, backend_for, stub_changes
 from cursorbench.validation.perturb import Perturbation, PerturbedBackend
 from harness.grading.grade import grade
+from harness.home import cache_home
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox.protocol import SandboxBackend

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cursorbench.tasks.workspace import BUILDER_VERSION, BuiltTask, cache_home, tree_digest
+from cursorbench.tasks.workspace import BUILDER_VERSION, BuiltTask
 from cursorbench.validation.perturb import (
     PERTURB_VERSION,
     VALIDATION_PERTURBATIONS,
@@ -27,13 +27,14 @@ from cursorbench.validation.perturb import (
     probe,
 )
 from cursorbench.validation.testruns import SuiteRun, run_suite
-from harness.home import build_cache
+from harness.home import build_cache, cache_home
 from harness.kinds.registry import kind_of
 from harness.kinds.testrun import split_args
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
 from harness.sandbox.protocol import SandboxBackend
 from harness.spec import Verification
+from harness.trees import tree_digest
 
 PRISTINE_RUNS = 3
 RUNS_VERSION = "2"  # of the cached pristine, perturbed and broken runs

@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 
 from cursorbench.tasks import answer
-from cursorbench.tasks.workspace import BuiltTask, cache_home
+from cursorbench.tasks.workspace import BuiltTask
 from harness.grading.canaries import Placement
 from harness.grading.grade import grade
-from harness.home import self_test_folder
+from harness.home import cache_home, self_test_folder
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
 from harness.sandbox import SandboxSettings, open_backend
