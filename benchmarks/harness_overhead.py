@@ -48,6 +48,7 @@ from harness.sandbox import (
     choose_backend,
     open_backend,
 )
+from harness.sandbox.command import Command
 from harness.spec import Limits
 
 
@@ -81,10 +82,10 @@ def command_time(
 ) -> float:
     """Seconds for one sandboxed command on its own (spawn, confinement, run, reap)."""
     sandbox = open_backend(backend).open(workspace, scratch / "commands")
-    sandbox.execute(argv, timeout=30, read_only=read_only)  # warm up
+    sandbox.execute(Command(argv, timeout=30, read_only=read_only))  # warm up
     started = time.perf_counter()
     for _ in range(repeats):
-        sandbox.execute(argv, timeout=30, read_only=read_only)
+        sandbox.execute(Command(argv, timeout=30, read_only=read_only))
     elapsed = time.perf_counter() - started
     sandbox.close()
     return elapsed / repeats
@@ -106,7 +107,7 @@ def per_backend(name: str, repeats: int, commands: int, scratch: Path) -> dict:
             started = time.perf_counter()
             sandbox = backend.open(task.workspace, folder / f"open-{index}")
             opening.append(time.perf_counter() - started)
-            sandbox.execute(["true"], timeout=30)
+            sandbox.execute(Command(["true"], timeout=30))
             first.append(time.perf_counter() - started)
             sandbox.close()
             started = time.perf_counter()

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.sandbox.command import Command
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -53,7 +55,7 @@ def main() -> None:
                 box = backend.open(
                     workspace, cache / f"box{number}", track_changes=track, python_env=python_env
                 )
-                done = box.execute([sys.executable, "-c", "import pytest"], timeout=60)
+                done = box.execute(Command([sys.executable, "-c", "import pytest"], timeout=60))
                 box.close()
                 if done.exit_code != 0:
                     raise SystemExit(done.output)

@@ -17,9 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cursorbench.tasks.sources import import_root
+from cursorbench.tasks.sources.sdist import import_root
 from harness.errors import CursorBenchError
 from harness.grading.grade import PYTEST_ENV, pytest_config
+from harness.sandbox.command import Command
 from harness.sandbox.protocol import SandboxBackend
 
 MARK = "CURSORBENCH-TESTMAP "
@@ -114,11 +115,13 @@ def measure(
         args += ["-c", f"{sandbox.root}/{config}"] if config else []
         script = _SCRIPT.format(root=sandbox.root, files=json.dumps(files), args=shlex.join(args))
         done = sandbox.execute(
-            [sys.executable, "-P", "-c", script],
-            timeout=timeout,
-            read_only=True,
-            env=PYTEST_ENV,
-            output_cap=256 << 20,
+            Command(
+                [sys.executable, "-P", "-c", script],
+                timeout=timeout,
+                read_only=True,
+                env=PYTEST_ENV,
+                output_cap=256 << 20,
+            )
         )
     finally:
         sandbox.close()

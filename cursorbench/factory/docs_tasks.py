@@ -23,18 +23,21 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cursorbench.factory.candidates import test_file
 from cursorbench.factory.coverage_map import CoverageMap, dotted_module, package_files
 from cursorbench.factory.filters import Proposal, canary_failure
-from cursorbench.factory.measure import Job
+from cursorbench.factory.job import Entry, Job, Measured
+from cursorbench.factory.measure import Derivation, derive, write_derived
 from cursorbench.factory.release import Release, base_spec
-from cursorbench.factory.schedule import Entry
 from cursorbench.tasks.workspace import BuiltTask
+from cursorbench.validation.checks import asked
 from harness.kinds.docs import DocsVerification, example_problem, run_probe
 from harness.pyast import parse_module
 from harness.sandbox.protocol import SandboxBackend
@@ -306,6 +309,31 @@ def measured_prompt(data: dict[str, object], key: str, module: str) -> str:
     assert isinstance(check, dict) and isinstance(source, dict)
     names = [str(n) for n in check["documented"]]
     return docs_prompt(str(source["name"]), module, str(check["documented_file"]), names, key)
+
+
+class DocsKind:
+    """Measured as a deletion is; then only the names whose doctests are stable and whose
+    examples call them are asked for, in a prompt written offline."""
+
+    family = None
+
+    def measure(self, job: Job) -> Measured:
+        return derive(job, self._finish)
+
+    def _finish(self, step: Derivation) -> Measured:
+        data = step.data
+        keep_measured(data, step.fail_to_pass)
+        with tempfile.TemporaryDirectory(dir=step.scratch) as scratch:
+            step.done.failure = keep_called(data, step.built, step.sandboxes, Path(scratch))
+        if step.done.failure is not None:
+            return step.done
+        docs = DocsVerification.model_validate(data["verification"])
+        kept = [test for test in step.fail_to_pass if asked(docs, test)]  # the kept names'
+        prompt = measured_prompt(data, step.job.key, step.job.module)
+        return write_derived(step, prompt, "offline", kept)
+
+    def prompt_again(self, job: Job, data: dict[str, Any]) -> str | None:
+        return None
 
 
 def docs_row(candidate: DocsCandidate) -> Proposal:

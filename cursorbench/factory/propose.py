@@ -58,7 +58,7 @@ from cursorbench.factory.filters import (
     spill_safe_first,
 )
 from cursorbench.factory.followups import FollowUp, enumerate_followups
-from cursorbench.factory.measure import Job
+from cursorbench.factory.job import Job
 from cursorbench.factory.modules import ModuleCandidate, enumerate_modules, module_importers
 from cursorbench.factory.prompts import PromptFacts
 from cursorbench.factory.refactor_tasks import (
@@ -85,10 +85,10 @@ from cursorbench.factory.testing_tasks import (
     testing_spec,
 )
 from cursorbench.factory.usages import enumerate_usages, usage_spec
-from cursorbench.tasks.sources import prepared_tree
+from cursorbench.tasks.sources.sdist import prepared_tree
 from harness.envs import ensure_environment, refuse_package
-from harness.home import build_cache, cache_home, self_test_folder
-from harness.sandbox import SandboxSettings, open_backend
+from harness.home import build_cache, cache_home
+from harness.sandbox import SandboxSettings, open_ready
 from harness.sandbox.registry import with_python_env
 from harness.spec import Limits
 
@@ -213,8 +213,7 @@ class Proposer:
         cached = load(self.out / "coverage.json", key)
         if cached is not None:
             return cached, True
-        sandboxes = open_backend(self.backend, SandboxSettings())
-        sandboxes.self_test(self_test_folder())
+        sandboxes, _ = open_ready(self.backend, SandboxSettings())
         if self.environment is not None:
             env = ensure_environment(self.environment)
             refuse_package(env, self.release.source.name)

@@ -27,13 +27,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from cursorbench.factory.candidates import other_modules, test_file, top_level_symbols
 from cursorbench.factory.coverage_map import CoverageMap, dotted_module
 from cursorbench.factory.filters import Proposal
-from cursorbench.factory.measure import Job
+from cursorbench.factory.job import Entry, Job, Measured
+from cursorbench.factory.measure import derive, write_derived
 from cursorbench.factory.refactor_template import PER_NAME, STRUCTURE_TEST
-from cursorbench.factory.schedule import Entry
 from cursorbench.tasks.task import RemoveFile, ReplaceText
 from harness.pyast import parse_module
 
@@ -427,6 +428,19 @@ def refactor_prompt(ident: str, candidate: RefactorCandidate, sub: str, host: st
     }  # fmt: skip
     parts = (OPENINGS[pick % 4], ASKS[(pick >> 4) % 4], KEEPS[(pick >> 8) % 4])
     return "".join(part.format(**values) for part in parts)
+
+
+class RefactorKind:
+    """Lists derived as a deletion's are; the prompt written offline from the candidate
+    (`refactor_prompt`), before it is measured."""
+
+    family = None
+
+    def measure(self, job: Job) -> Measured:
+        return derive(job, lambda step: write_derived(step, job.prompt, "offline"))
+
+    def prompt_again(self, job: Job, data: dict[str, Any]) -> str | None:
+        return job.prompt
 
 
 def _visibly_run(testmap: CoverageMap, candidate: RefactorCandidate) -> bool:

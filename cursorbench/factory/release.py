@@ -26,8 +26,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.tasks.sources import SourceError, _pip_download, sha256_file
-from cursorbench.tasks.task import PackageSource
+from cursorbench.tasks.sources.base import SourceError
+from cursorbench.tasks.sources.package import PackageSource
+from cursorbench.tasks.sources.sdist import _pip_download, sha256_file
 from harness.envs import canonical
 
 SDIST_SUFFIXES = (".tar.gz", ".tgz", ".zip")

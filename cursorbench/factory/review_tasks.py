@@ -16,7 +16,7 @@ answer task:
   tests assert (`bug_prompts.symptoms`), and spells out the answer file's format.
 
 Review and debugging candidates are the same enumeration, so the scheduler keeps them
-apart (`schedule.FAMILIES`): a function used by one kind's task is not used by the
+apart (`job_kinds.family_of`): a function used by one kind's task is not used by the
 other's, whose answer would give this one's away.
 """
 

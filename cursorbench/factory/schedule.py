@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from cursorbench.factory.filters import Proposal
-from cursorbench.factory.measure import Job, Measured, measure_job, rewrite_prompt
+from cursorbench.factory.job import Entry, Measured
+from cursorbench.factory.job_kinds import family_of, measure_job, rewrite_prompt
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -34,16 +35,6 @@ MEASURED = (
     "build", "measured_fail_to_pass", "measured_spill", "derive",
     "killed_mutants", "reference_graded",  # a testing task's (`testing_tasks`)
 )  # fmt: skip
-# Kinds made from the same candidates: a symbol one's task uses, the other's may not (a
-# follow-up that removes what a deletion removes is the same task with a story before it).
-FAMILIES = {"review": "bugs", "iterate": "deletion"}
-
-
-@dataclass
-class Entry:
-    row: Proposal
-    names: set[tuple[str, str]]
-    job: Callable[[], Job]  # made when it is measured
 
 
 @dataclass
@@ -129,7 +120,7 @@ class Scheduler:
     def kind_state(self, kind: str) -> KindState:
         """The kind's state; kinds of one family share what is taken and running."""
         if kind not in self.kinds:
-            family = FAMILIES.get(kind, kind)
+            family = family_of(kind)
             taken, running = self.families.setdefault(family, (set(), set()))
             self.kinds[kind] = KindState(taken=taken, running=running)
         return self.kinds[kind]

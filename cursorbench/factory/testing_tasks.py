@@ -39,20 +39,26 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cursorbench.factory.bugs import Offsets, Site, functions_of, sites_in, unique_block
 from cursorbench.factory.candidates import test_file, top_level_symbols
 from cursorbench.factory.coverage_map import CoverageMap, is_test_file
 from cursorbench.factory.filters import Proposal, hidden_lines_failure
-from cursorbench.factory.measure import Job, Measured, sandboxes_for, write_spec
+from cursorbench.factory.job import Entry, Job, Measured, write_spec
+from cursorbench.factory.measure import in_draft
 from cursorbench.factory.prompts import behaviours, first_sentence, listed
 from cursorbench.factory.release import Release, base_spec
-from cursorbench.factory.schedule import Entry
 from cursorbench.tasks import answer
 from cursorbench.tasks.loader import TaskFileError, load_task
 from cursorbench.tasks.task import RemoveFile
 from cursorbench.tasks.workspace import BuildError, BuiltTask, build
-from cursorbench.validation.checks import TaskValidation, graded_only_problems, package_label
+from cursorbench.validation.checks import (
+    TaskValidation,
+    backend_for,
+    graded_only_problems,
+    package_label,
+)
 from harness.grading.grade import grade
 from harness.home import cache_home
 from harness.kinds.mutants import Mutant, MutantsVerification, apply_mutant
@@ -517,15 +523,28 @@ def _validation_failure(draft: Path, sandboxes: SandboxBackend) -> tuple[str, st
     return ("reference_graded", problems[0]) if problems else None
 
 
+class TestingKind:
+    """Graded by mutants: no lists to derive (`measure_testing`); the prompt is the one
+    written offline before it was measured."""
+
+    family = None
+
+    def measure(self, job: Job) -> Measured:
+        return in_draft(job, measure_testing)
+
+    def prompt_again(self, job: Job, data: dict[str, Any]) -> str | None:
+        return None
+
+
 def measure_testing(job: Job, data: dict[str, object], draft: Path) -> Measured:
-    """A testing candidate's measurement (`measure` calls it for its drafts): the kills,
+    """A testing candidate's measurement, on its draft: the kills,
     then the validator's check of the task with the killed mutants only; the task file
     is written when both pass."""
     try:
         built = build(load_task(draft))
     except (BuildError, TaskFileError) as error:
         return Measured(job.key, failure=("build", str(error)), measured=False)
-    sandboxes = sandboxes_for(built, job.backend)
+    sandboxes = backend_for(built, job.backend)
     done = _kills(job.key, built, sandboxes)
     if done.failure is not None:
         return done

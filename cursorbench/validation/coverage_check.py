@@ -13,10 +13,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from cursorbench.tasks import answer
 from cursorbench.tasks.workspace import BuiltTask
 from harness.grading.grade import PYTEST_ENV, pytest_config
 from harness.kinds.registry import kind_of
+from harness.sandbox.command import Command
 from harness.sandbox.protocol import SandboxBackend
 
 MIN_COVERAGE = 0.5
@@ -24,7 +24,7 @@ COVERAGE_MARK = "CURSORBENCH-COVERAGE "
 
 
 def python_lines_removed(built: BuiltTask) -> bool:
-    return any(path.endswith(".py") for path in answer.removed_lines(built))
+    return any(path.endswith(".py") for path in built.removed_lines())
 
 
 def coverage_args(built: BuiltTask, test_args: list[str]) -> list[str] | None:
@@ -45,7 +45,7 @@ def coverage_share(
 ) -> float | None:
     """Share of the removed executable lines that the tests of `coverage_args` execute on
     the reference."""
-    removed = {p: sorted(lines) for p, lines in answer.removed_lines(built).items()}
+    removed = {p: sorted(lines) for p, lines in built.removed_lines().items()}
     removed = {p: lines for p, lines in removed.items() if p.endswith(".py")}
     if not removed:
         return None
@@ -67,10 +67,12 @@ def coverage_share(
             root=sandbox.root, files=json.dumps(removed), args=shlex.join(args)
         )
         done = sandbox.execute(
-            [sys.executable, "-P", "-c", script],
-            timeout=built.task.limits.test_timeout_s * 3,
-            read_only=True,
-            env=PYTEST_ENV,
+            Command(
+                [sys.executable, "-P", "-c", script],
+                timeout=built.task.limits.test_timeout_s * 3,
+                read_only=True,
+                env=PYTEST_ENV,
+            )
         )
     finally:
         sandbox.close()

@@ -32,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from harness.results import TestOutcome
+from harness.sandbox.command import Command
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import Sandbox, SandboxBackend
 
@@ -233,17 +234,17 @@ class PerturbedSandbox:
     def root(self) -> str:
         return self.inner.root
 
-    def execute(self, argv: Sequence[str], **options: Any) -> Completed:
-        command = list(argv)  # the inner sandbox names its interpreter (`with_sandbox_python`)
+    def execute(self, command: Command) -> Completed:
+        argv = list(command.argv)  # the inner sandbox names its interpreter (`with_sandbox_python`)
         values = self.perturbation.env()
-        place = pytest_position(command)
+        place = pytest_position(argv)
         if place is not None and self.perturbation.uses_plugin():
-            command[place:place] = ["-p", PLUGIN]
+            argv[place:place] = ["-p", PLUGIN]
             values["PYTHONPATH"] = f"{self.root}/{PLUGIN_DIR}"
         # Set inside the sandbox (`env`), not for the launcher: a setuid launcher would
         # drop LD_PRELOAD, and the harness's own processes must keep the real clock.
         assignments = [f"{key}={value}" for key, value in values.items()]
-        return self.inner.execute(["/usr/bin/env", *assignments, *command], **options)
+        return self.inner.execute(command.with_argv(["/usr/bin/env", *assignments, *argv]))
 
     def run(self, command: str, timeout: float) -> Completed:
         return self.inner.run(command, timeout)
@@ -325,7 +326,9 @@ def probe(backend: SandboxBackend, perturbation: Perturbation, scratch: Path) ->
 def _probe_values(backend: SandboxBackend, scratch: Path) -> dict[str, Any]:
     sandbox = backend.open(scratch / "empty", scratch / "sandbox", track_changes=False)
     try:
-        done = sandbox.execute([sys.executable, "-c", _PROBE_SCRIPT], timeout=60, read_only=True)
+        done = sandbox.execute(
+            Command([sys.executable, "-c", _PROBE_SCRIPT], timeout=60, read_only=True)
+        )
     finally:
         sandbox.close()
     line = next((x for x in done.output.splitlines() if x.startswith(PROBE_MARK)), None)

@@ -19,6 +19,7 @@ from pathlib import Path
 from harness.grading.grade import EMPTY_CONFIG, PYTEST_ENV, pytest_argv, pytest_config
 from harness.grading.junit import ReportError, parse_junit_report
 from harness.results import TestOutcome
+from harness.sandbox.command import Command
 from harness.sandbox.protocol import SandboxBackend
 
 
@@ -75,7 +76,9 @@ def run_suite(
             sandbox.apply_patch(patch)
         config = pytest_config(tree) or EMPTY_CONFIG
         argv = pytest_argv(list(test_args), sandbox.root, f"{sandbox.root}/{config}")
-        done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        done = sandbox.execute(
+            Command(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        )
     finally:
         sandbox.close()
         shutil.rmtree(scratch, ignore_errors=True)

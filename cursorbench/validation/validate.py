@@ -16,10 +16,10 @@ from cursorbench.tasks import answer
 from cursorbench.tasks.workspace import BuiltTask
 from harness.grading.canaries import Placement
 from harness.grading.grade import grade
-from harness.home import cache_home, self_test_folder
+from harness.home import cache_home
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
-from harness.sandbox import SandboxSettings, open_backend
+from harness.sandbox import SandboxSettings, open_ready
 
 
 def _draw(run: int) -> Placement:
@@ -31,8 +31,7 @@ def _draw(run: int) -> Placement:
 def validate_task(built: BuiltTask, backend: str, repeat: int = 2) -> list[str]:
     """Problems found; an empty list means the task is valid."""
     prepared = built.prepared()
-    sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(prepared.secret_paths)))
-    sandboxes.self_test(self_test_folder())
+    sandboxes, _ = open_ready(backend, SandboxSettings(hidden=tuple(prepared.secret_paths)))
     check = kind_of(built.task.verification).listed_tests(built.task.verification)
     problems: list[str] = []
     root = cache_home() / "validate"

@@ -17,12 +17,13 @@ rule is not a list of exceptions that hostile output is known to raise:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 from harness.results import Failure
+from harness.sandbox.command import Command
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import (
     PatchRejected,
@@ -95,22 +96,9 @@ class GuardedSandbox:
         with harness_step("the sandbox could not run a command"):
             return self._inner.run(command, timeout)
 
-    def execute(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        read_only: bool = False,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-    ) -> Completed:
+    def execute(self, command: Command) -> Completed:
         with harness_step("the sandbox could not run a command"):
-            return self._inner.execute(
-                argv, timeout=timeout, stdin=stdin, read_only=read_only, report=report,
-                env=env, output_cap=output_cap,
-            )  # fmt: skip
+            return self._inner.execute(command)
 
     def read(self, path: str) -> str:
         return self._file_step(lambda: self._inner.read(path))

@@ -34,6 +34,7 @@ from harness.kinds.pytest_kind import EXAMPLE_BROKEN, PytestKind, Verification
 from harness.kinds.testrun import GradeReport, grade_tests, protected_files
 from harness.patch import grading_change
 from harness.results import Failure, TestOutcome
+from harness.sandbox.command import Command
 from harness.sandbox.process import REPORT_PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -110,10 +111,11 @@ def run_probe(
         sandbox.apply_patch(change.patch)
         argv = [sys.executable, "-P", "-c", source, REPORT_PLACEHOLDER, sandbox.root,
                 check.documented_file, *check.documented]  # fmt: skip
-        done = sandbox.execute(
+        command = Command(
             argv, timeout=task.limits.test_timeout_s, stdin=f"{nonce}\n".encode(),
             read_only=True, report=True, env={"PYTHONDONTWRITEBYTECODE": "1"},
         )  # fmt: skip
+        done = sandbox.execute(command)
     finally:
         sandbox.close()
     return None if done.timed_out else read_probe(done.report, nonce)

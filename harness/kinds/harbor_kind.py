@@ -1,5 +1,5 @@
 """The `harbor` kind: a Harbor task's own verifier (`tests/test.sh`) decides, by the reward
-it writes (`cursorbench run --tasks harbor:DIR`, cursorbench/harbor/importer.py).
+it writes (`cursorbench run --tasks harbor:DIR`, cursorbench/tasks/sources/harbor.py).
 
 The task's hidden folder is the Harbor task's `tests/` folder. Grading, after the agent's
 sandbox is closed (its processes are gone with it):
@@ -56,6 +56,7 @@ from harness.kinds.pytest_kind import EXAMPLE_BROKEN, EXAMPLE_SOLVED, EXAMPLE_ST
 from harness.kinds.testrun import GradeReport, protected_files
 from harness.patch import PatchFormatError, grading_change
 from harness.results import Failure, Score, TestOutcome
+from harness.sandbox.command import Command
 from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
 from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded
 
@@ -403,10 +404,9 @@ def run_verifier(
         mapping = path_mapping(check.workdir, sandbox.root, home)
         tests = verifier_tar(task.hidden_dir, mapping, replace_files)
         argv = [sys.executable, "-I", "-c", VERIFY_PY, REPORT_PLACEHOLDER, home, str(MAX_LOG_BYTES)]
-        done = sandbox.execute(
-            argv, timeout=task.limits.test_timeout_s, stdin=tests, report=True,
-            env=dict(check.env),
-        )  # fmt: skip
+        timeout = task.limits.test_timeout_s
+        command = Command(argv, timeout=timeout, stdin=tests, report=True, env=check.env)
+        done = sandbox.execute(command)
     finally:
         sandbox.close()
     return VerifierRun(done, read_logs(done.report))
@@ -465,7 +465,7 @@ class HarborKind(FileKindDefaults):
         return grade_harbor(task, check, patch, backend, scratch, rng)
 
     def reference_files(self, check: HarborVerification, workspace: Path) -> Files | None:
-        return None  # the task's solution/solve.sh (cursorbench/harbor/importer.py)
+        return None  # the task's solution/solve.sh (cursorbench/tasks/sources/harbor.py)
 
     def stub_files(self, check: HarborVerification) -> Files | None:
         return None

@@ -58,6 +58,7 @@ from harness.patch import (
 )
 from harness.pyast import parse_module
 from harness.results import Failure, Score, TestOutcome
+from harness.sandbox.command import Command
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxBackend
 
@@ -239,7 +240,9 @@ def run_variant(
         sandbox.apply_patch(patch)
         argv = pytest_argv(test_paths, sandbox.root, f"{sandbox.root}/{config or EMPTY_CONFIG}")
         timeout = task.limits.test_timeout_s
-        return sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        return sandbox.execute(
+            Command(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        )
     finally:
         sandbox.close()
         shutil.rmtree(overlay, ignore_errors=True)

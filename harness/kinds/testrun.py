@@ -51,6 +51,7 @@ from harness.patch import (
     split_patch,
 )
 from harness.results import Failure, Score, TestOutcome
+from harness.sandbox.command import Command
 from harness.sandbox.process import REPORT_PLACEHOLDER, Completed
 from harness.sandbox.protocol import (
     PatchRejected,
@@ -272,7 +273,9 @@ def _real_runs(
         for args in parts:
             argv = pytest_argv(args, root, f"{root}/{config}")
             runs.append(
-                sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+                sandbox.execute(
+                    Command(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+                )
             )
         return runs, _read_back(sandbox, read_back)
     finally:
@@ -342,7 +345,9 @@ def _twin(
         root = sandbox.root
         argv = pytest_argv(_split(check.test_args, hidden)[0], root, f"{root}/{config}")
         timeout = task.limits.test_timeout_s
-        done = sandbox.execute(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        done = sandbox.execute(
+            Command(argv, timeout=timeout, read_only=True, report=True, env=PYTEST_ENV)
+        )
         return TwinRun(done, must, planned.inconclusive)
     except SandboxError:
         return None

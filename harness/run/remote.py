@@ -31,7 +31,7 @@ from harness.model.chat import OpenAIChatModel
 from harness.results import Attempt, AttemptResult, Failure, Status
 from harness.run.attempt import AttemptEnvironment, run_attempt, trajectory_path
 from harness.run.plan import RunPlan
-from harness.sandbox import SandboxBackend, open_backend
+from harness.sandbox import SandboxBackend, open_ready
 from harness.sandbox.local import remove_tree
 from harness.spec import PreparedTask
 
@@ -102,8 +102,9 @@ def _worker_parts(plan: RunPlan, cache: Path) -> tuple[OpenAIChatModel, SandboxB
         if key not in _environments:
             hidden = [*default_hidden_paths(), cache, *plan.sandbox.hidden]
             existing = tuple(dict.fromkeys(path for path in hidden if path.exists()))
-            backend = open_backend(plan.config.sandbox, plan.sandbox.settings(hidden=existing))
-            backend.self_test(cache / "self-test" / uuid.uuid4().hex[:8])
+            settings = plan.sandbox.settings(hidden=existing)
+            scratch = cache / "self-test" / uuid.uuid4().hex[:8]
+            backend, _ = open_ready(plan.config.sandbox, settings, self_test_in=scratch)
             _environments[key] = (plan.model_client(), backend)
         return _environments[key]
 

@@ -11,6 +11,7 @@ from harness.lazy import exports
 
 if TYPE_CHECKING:
     from harness.sandbox.bubblewrap import UNCONFINED_WARNING, bubblewrap_works
+    from harness.sandbox.command import Command
     from harness.sandbox.local import LocalBackend, LocalSandbox, SandboxSettings
     from harness.sandbox.process import Completed, run_process
     from harness.sandbox.protocol import (
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
         SandboxError,
         SandboxUnavailable,
     )
+    from harness.sandbox.ready import Ready, open_ready
     from harness.sandbox.registry import BACKENDS, choose_backend, open_backend
 
 _EXPORTS = {
@@ -29,6 +31,7 @@ _EXPORTS = {
     "LocalBackend": "harness.sandbox.local",
     "LocalSandbox": "harness.sandbox.local",
     "SandboxSettings": "harness.sandbox.local",
+    "Command": "harness.sandbox.command",
     "Completed": "harness.sandbox.process",
     "run_process": "harness.sandbox.process",
     "PatchRejected": "harness.sandbox.protocol",
@@ -37,6 +40,8 @@ _EXPORTS = {
     "SandboxBackend": "harness.sandbox.protocol",
     "SandboxError": "harness.sandbox.protocol",
     "SandboxUnavailable": "harness.sandbox.protocol",
+    "Ready": "harness.sandbox.ready",
+    "open_ready": "harness.sandbox.ready",
     "BACKENDS": "harness.sandbox.registry",
     "choose_backend": "harness.sandbox.registry",
     "open_backend": "harness.sandbox.registry",
@@ -46,10 +51,12 @@ __getattr__, __dir__ = exports(__name__, _EXPORTS)
 __all__ = [
     "BACKENDS",
     "UNCONFINED_WARNING",
+    "Command",
     "Completed",
     "LocalBackend",
     "LocalSandbox",
     "PatchRejected",
+    "Ready",
     "ResourceLimitExceeded",
     "Sandbox",
     "SandboxBackend",
@@ -59,5 +66,6 @@ __all__ = [
     "bubblewrap_works",
     "choose_backend",
     "open_backend",
+    "open_ready",
     "run_process",
 ]

@@ -52,12 +52,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.sandbox import cmdgroups
 from harness.sandbox.bubblewrap import BubblewrapJail, Mount, sandbox_python, scrubbed_env
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
+from harness.sandbox.command import Command
 from harness.sandbox.limits import SandboxCgroup
 from harness.sandbox.process import Completed
 
@@ -202,22 +202,11 @@ class CommandServer:
                 self._stop()
             return False
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-        errors: str = "replace",
-    ) -> Completed | None:
-        """Runs `argv` in the workspace through the server; None when no server can run it
-        (the caller then runs it in a fresh namespace)."""
-        caps = (
-            {} if output_cap is None else {"keep_bytes": output_cap, "max_output_bytes": output_cap}
-        )
+    def run(self, command: Command) -> Completed | None:
+        """Runs `command` in the workspace through the server (its `read_only` and `baseline`
+        are the caller's to refuse: the server's workspace is writable, without the
+        baseline); None when no server can run it (the caller then runs it in a fresh
+        namespace)."""
         for _ in range(2):  # a server found dead is replaced once, then the command falls back
             if not self._ensure_ready():
                 return None
@@ -225,17 +214,12 @@ class CommandServer:
             try:
                 served = run_served(
                     self.socket,
-                    argv,
+                    command,
                     uid=self.uid,
                     cwd=self.root,
-                    env=scrubbed_env("/tmp", self.jail.python_env) | dict(env or {}),
-                    timeout=timeout,
+                    base_env=scrubbed_env("/tmp", self.jail.python_env),
                     file_bytes=self.jail.max_file_bytes,
-                    stdin=stdin,
-                    report=report,
-                    errors=errors,
                     group=group,
-                    **caps,
                 )
             except ServerGone:  # it died between commands: nothing of this one ran
                 with self._lock:

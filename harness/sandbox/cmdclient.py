@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import IO
 
 from harness.sandbox.cmdgroups import CommandGroup
+from harness.sandbox.command import Command
 from harness.sandbox.process import (
-    KEEP_BYTES,
-    MAX_OUTPUT_BYTES,
     REPORT_PLACEHOLDER,
     Completed,
     collect,
@@ -122,27 +121,23 @@ def _send(conn: socket.socket, header: dict, fds: Sequence[int]) -> None:
 
 def run_served(
     socket_path: Path,
-    argv: Sequence[str],
+    command: Command,
     *,
     uid: int,
     cwd: str,
-    env: Mapping[str, str],
-    timeout: float,
+    base_env: Mapping[str, str],
     file_bytes: int,
-    stdin: bytes | None = None,
-    report: bool = False,
-    keep_bytes: int = KEEP_BYTES,
-    max_output_bytes: int = MAX_OUTPUT_BYTES,
-    errors: str = "replace",
     group: CommandGroup | None = None,
 ) -> ServedResult:
-    """Runs `argv` through the server at `socket_path`; `ServerGone` if it cannot be reached.
+    """Runs `command` through the server at `socket_path` in `cwd`, as `uid`, with
+    `base_env` and the command's own variables; `ServerGone` if it cannot be reached.
 
     With `report`, REPORT_PLACEHOLDER in argv becomes `/dev/fd/3`, the write end of a pipe
     the harness drains (owned by `uid`, so the command can reopen it by that name). With
     `group`, the command is born in that cgroup, and it is ended (`CommandGroup.end`) before
     this returns: a group that cannot be emptied sets `reset`."""
     start = time.monotonic()
+    argv, stdin = list(command.argv), command.stdin
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(socket_path))
@@ -156,14 +151,14 @@ def run_served(
         stdin_write = report_read = None
         if stdin is not None:
             theirs["in"], stdin_write = os.pipe()
-        if report:
+        if command.report:
             report_read, theirs["report"] = os.pipe()
             os.fchown(theirs["report"], uid, uid)
             ours.append(report_read)
             argv = [a.replace(REPORT_PLACEHOLDER, f"/dev/fd/{REPORT_FD}") for a in argv]
         lent = {} if group is None else dict(group.fds)  # the group's: it closes them
         header = {
-            "argv": list(argv), "env": dict(env), "cwd": cwd, "uid": uid,
+            "argv": argv, "env": dict(base_env) | dict(command.env), "cwd": cwd, "uid": uid,
             "fsize": file_bytes, "fds": [*theirs, *lent],
         }  # fmt: skip
         try:
@@ -178,11 +173,12 @@ def run_served(
                 os.close(fd)
             theirs.clear()
         child = ServedCommand(conn, out_read)
-        if stdin_write is not None:
-            feed(os.fdopen(stdin_write, "wb", buffering=0), stdin)  # type: ignore[arg-type]
+        if stdin_write is not None and stdin is not None:
+            feed(os.fdopen(stdin_write, "wb", buffering=0), stdin)
         done = collect(
-            child, child.kill, start, timeout, keep_bytes, max_output_bytes, report_read, errors
-        )
+            child, child.kill, start, command.timeout, command.keep_bytes,
+            command.max_output_bytes, report_read, command.errors,
+        )  # fmt: skip
         free = child.reply.get("workspace_free")
         ended = group is None or group.end()
         ended_by = child.reply.get("ended_by")

@@ -50,7 +50,7 @@ import sys
 import tarfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +66,7 @@ from harness.sandbox.bubblewrap import (
     with_sandbox_python,
 )
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
+from harness.sandbox.command import Command
 from harness.sandbox.engine import docker_client
 from harness.sandbox.files import SERVICE_TIMEOUT_S, WorkspaceFiles, last_line
 from harness.sandbox.image import GRADER_UID, ensure_image
@@ -113,7 +114,7 @@ def _tar_of(trees: Sequence[Path]) -> bytes:
     return buffer.getvalue()
 
 
-class DockerSandbox(WorkspaceFiles):
+class DockerSandbox:
     def __init__(
         self,
         client: docker.DockerClient,
@@ -139,7 +140,7 @@ class DockerSandbox(WorkspaceFiles):
         self._groups: cmdgroups.CommandGroups | None = None
         self.ended_by: str | None = None  # how the last command's leftovers were ended
         self._limit: str | None = None
-        self._tracking = track_changes
+        self.files: WorkspaceFiles  # made once the trusted files are in
         self._lock = threading.Lock()  # one command at a time per sandbox
         self._control_mounted = False
         remove_tree(folder)
@@ -155,12 +156,14 @@ class DockerSandbox(WorkspaceFiles):
         try:
             self._start(image)
             trees = [source] if overlay is None else [source, overlay]
-            self._known_big = {}
+            known_big: dict[str, int] = {}
             for tree in trees:
-                self._known_big |= _big_files(tree, self.limits.diff_bytes)
+                known_big |= _big_files(tree, self.limits.diff_bytes)
             self._copy_in(trees)
             if track_changes:
                 self._snapshot()
+            diff_env = self._diff_env if track_changes else None
+            self.files = WorkspaceFiles(self, self.limits, known_big, diff_env)
         except BaseException:
             self.close()
             raise
@@ -242,24 +245,16 @@ class DockerSandbox(WorkspaceFiles):
         self._groups = _command_groups(self.container)
 
     def _copy_in(self, trees: Sequence[Path]) -> None:
-        done = self._run(
-            ["tar", "-x", "--no-same-owner", "-f", "-", "-C", WORKSPACE],
-            self.owner,
-            timeout=SERVICE_TIMEOUT_S,
-            stdin=_tar_of(trees),
-        )
+        argv = ["tar", "-x", "--no-same-owner", "-f", "-", "-C", WORKSPACE]
+        done = self._run(Command(argv, timeout=SERVICE_TIMEOUT_S, stdin=_tar_of(trees)), self.owner)
         if done.exit_code != 0:
             raise SandboxUnavailable(f"cannot copy the workspace in: {last_line(done.output)}")
 
     def _snapshot(self) -> None:
         excluded = [f":(exclude,glob){pattern}" for pattern in NOT_CHANGES]
         env = git_env(home="/tmp") | {"GIT_DIR": BASELINE, "GIT_WORK_TREE": WORKSPACE}
-        done = self._run(
-            ["sh", "-c", BASELINE_SCRIPT, "sh", *excluded],
-            GRADER_UID,
-            timeout=SERVICE_TIMEOUT_S,
-            env=env,
-        )
+        argv = ["sh", "-c", BASELINE_SCRIPT, "sh", *excluded]
+        done = self._run(Command(argv, timeout=SERVICE_TIMEOUT_S, env=env), GRADER_UID)
         if done.exit_code != 0:
             raise SandboxUnavailable(f"cannot snapshot the workspace: {last_line(done.output)}")
 
@@ -269,37 +264,20 @@ class DockerSandbox(WorkspaceFiles):
 
     # -- commands -----------------------------------------------------------------------
 
-    def _run(
-        self,
-        argv: Sequence[str],
-        uid: int,
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-        errors: str = "replace",
-    ) -> Completed:
-        caps = (
-            {} if output_cap is None else {"keep_bytes": output_cap, "max_output_bytes": output_cap}
-        )
+    def _run(self, command: Command, uid: int) -> Completed:
+        """`command` through the server, as `uid` (the mounts are fixed: `read_only` and
+        `baseline` mean what the owner of the workspace decides, see the module's notes)."""
         with self._lock, self.settings.command_slots or nullcontext():
             group = self._command_group()
             try:
                 served = run_served(
                     self.socket,
-                    argv,
+                    command,
                     uid=uid,
                     cwd=WORKSPACE,
-                    env=scrubbed_env("/tmp", self.python_env) | dict(env or {}),
-                    timeout=timeout,
+                    base_env=scrubbed_env("/tmp", self.python_env),
                     file_bytes=self.limits.file_bytes,
-                    stdin=stdin,
-                    report=report,
-                    errors=errors,
                     group=group,
-                    **caps,
                 )
             except ServerGone as error:
                 raise self._gone(str(error)) from None
@@ -329,36 +307,29 @@ class DockerSandbox(WorkspaceFiles):
             return ResourceLimitExceeded(self._limit)
         return SandboxError(f"the sandbox stopped working: {why}")
 
-    def execute(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        read_only: bool = False,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-        baseline: bool = False,
-        errors: str = "replace",
-    ) -> Completed:
-        uid = AGENT_UID if read_only else self.owner
-        done = self._run(
-            with_sandbox_python(argv, self.python_env),
-            uid,
-            timeout=timeout,
-            stdin=stdin,
-            report=report,
-            env=env,
-            output_cap=output_cap,
-            errors=errors,
-        )
+    def execute(self, command: Command) -> Completed:
+        uid = AGENT_UID if command.read_only else self.owner
+        done = self._run(command.with_argv(with_sandbox_python(command.argv, self.python_env)), uid)
         self._check_limits()
         return done
 
     def run(self, command: str, timeout: float) -> Completed:
         # The agent's own pytest runs as grading's does (same plugins and flags).
-        return self.execute(["bash", "-c", command], timeout=timeout, env=AGENT_PYTEST_ENV)
+        return self.execute(Command.shell(command, timeout, env=AGENT_PYTEST_ENV))
+
+    # -- files, through commands (`files.py`) -------------------------------------------
+
+    def read(self, path: str) -> str:
+        return self.files.read(path)
+
+    def write(self, path: str, text: str) -> None:
+        self.files.write(path, text)
+
+    def diff(self) -> str:
+        return self.files.diff()
+
+    def apply_patch(self, patch: str) -> None:
+        self.files.apply_patch(patch)
 
     def _check_limits(self, raise_: bool = True) -> None:
         if self._limit is None and self._cgroup is not None:
@@ -378,9 +349,6 @@ class DockerSandbox(WorkspaceFiles):
         env["GIT_INDEX_FILE"] = f"/tmp/.cursorbench-index-{token}"
         env["GIT_OBJECT_DIRECTORY"] = f"/tmp/.cursorbench-objects-{token}"
         return env
-
-    def _tracks_changes(self) -> bool:
-        return self._tracking
 
     def close(self) -> None:
         with _open_lock:
@@ -521,7 +489,7 @@ class DockerBackend:
         probe.mkdir(exist_ok=True)
         sandbox = self.open(probe, scratch / "sandbox", track_changes=False)
         try:
-            done = sandbox.execute(["python", "-P", "-c", "import pytest"], timeout=60)
+            done = sandbox.execute(Command(["python", "-P", "-c", "import pytest"], timeout=60))
         finally:
             sandbox.close()
         if done.exit_code != 0:

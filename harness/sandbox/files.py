@@ -1,18 +1,19 @@
 """Reading, writing, diffing and patching a workspace, all through commands inside a sandbox.
 
-Shared by every backend: a sandbox class mixes `WorkspaceFiles` in and provides
-`root`, `limits`, `_known_big` (files of the trusted starting tree over the diff limit),
-`execute` (with the `baseline` and `errors` keywords), `_diff_env` (the variables of
-`baseline.diff_command`) and `_tracks_changes`. Nothing here reads the workspace from
-the host.
+Every backend's sandbox holds a `WorkspaceFiles` and hands it its `read`, `write`, `diff`
+and `apply_patch`. What the files need of the sandbox is `CommandRunner` (its `root` and
+its `execute`), the limits, and, where it tracks changes, how to take a diff. Nothing
+here reads the workspace from the host.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from harness.sandbox.baseline import apply_command, diff_command
+from harness.sandbox.command import Command
 from harness.sandbox.limits import ResourceLimits, describe_bytes
 from harness.sandbox.process import Completed
 from harness.sandbox.protocol import PatchRejected, ResourceLimitExceeded, SandboxError
@@ -21,34 +22,40 @@ MAX_READ_BYTES = 2 * 1024 * 1024
 SERVICE_TIMEOUT_S = 120.0  # reading, writing, diffing and patching
 
 
-class WorkspaceFiles:
-    limits: ResourceLimits
-    _known_big: dict[str, int]
+class CommandRunner(Protocol):
+    """The part of a sandbox its files are reached through."""
 
     @property
     def root(self) -> str:
-        raise NotImplementedError
+        """The workspace path as commands inside the sandbox see it."""
+        ...
 
-    def execute(
+    def execute(self, command: Command) -> Completed: ...
+
+
+DiffEnv = Callable[[], dict[str, str]]  # the variables of `baseline.diff_command`, per diff
+
+
+class WorkspaceFiles:
+    """The files of `runner`'s workspace. `known_big` names the files of the trusted
+    starting tree over the diff limit (with their sizes); `diff_env` is None where the
+    sandbox was opened without change tracking (it then cannot `diff`)."""
+
+    def __init__(
         self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        read_only: bool = False,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-        baseline: bool = False,
-        errors: str = "replace",
-    ) -> Completed:
-        raise NotImplementedError
+        runner: CommandRunner,
+        limits: ResourceLimits,
+        known_big: Mapping[str, int],
+        diff_env: DiffEnv | None,
+    ) -> None:
+        self.runner = runner
+        self.limits = limits
+        self.known_big = dict(known_big)
+        self.diff_env = diff_env
 
-    def _diff_env(self) -> dict[str, str]:
-        raise NotImplementedError
-
-    def _tracks_changes(self) -> bool:
-        raise NotImplementedError
+    @property
+    def root(self) -> str:
+        return self.runner.root
 
     def _inside(self, path: str) -> str:
         """`path` as the sandbox sees it; refuses what plainly names a place outside."""
@@ -61,7 +68,9 @@ class WorkspaceFiles:
         target = self._inside(path)
         script = 'test -f "$1" || { echo "no such file" >&2; exit 3; }; exec head -c "$2" -- "$1"'
         argv = ["sh", "-c", script, "sh", target, str(MAX_READ_BYTES + 1)]
-        done = self.execute(argv, timeout=SERVICE_TIMEOUT_S, output_cap=MAX_READ_BYTES + 1)
+        done = self.runner.execute(
+            Command(argv, timeout=SERVICE_TIMEOUT_S, output_cap=MAX_READ_BYTES + 1)
+        )
         if done.exit_code == 3:
             raise SandboxError(f"{path}: no such file")
         if done.exit_code != 0:
@@ -77,9 +86,8 @@ class WorkspaceFiles:
             'mkdir -p -- "$(dirname -- "$1")" && cat > "$1"'
         )
         data = text.encode("utf-8", "surrogateescape")
-        done = self.execute(
-            ["sh", "-c", script, "sh", target], timeout=SERVICE_TIMEOUT_S, stdin=data
-        )
+        argv = ["sh", "-c", script, "sh", target]
+        done = self.runner.execute(Command(argv, timeout=SERVICE_TIMEOUT_S, stdin=data))
         if done.exit_code == 3:
             raise SandboxError(f"{path}: is a directory")
         if done.exit_code != 0:
@@ -88,20 +96,20 @@ class WorkspaceFiles:
     # -- changes ------------------------------------------------------------------------
 
     def diff(self) -> str:
-        if not self._tracks_changes():
+        if self.diff_env is None:
             raise SandboxError("this sandbox was opened without change tracking")
         self._refuse_new_big_files()
-        env = self._diff_env()
         cap = self.limits.diff_bytes
-        done = self.execute(
+        command = Command(
             diff_command(),
             timeout=SERVICE_TIMEOUT_S,
             read_only=True,
-            env=env,
+            env=self.diff_env(),
             output_cap=cap,
             baseline=True,
             errors="surrogateescape",
         )
+        done = self.runner.execute(command)
         if done.output_limit_hit:
             raise ResourceLimitExceeded(f"the change is larger than {_size(cap)}")
         if done.timed_out:
@@ -125,10 +133,10 @@ class WorkspaceFiles:
             "-printf",
             "%s %P\\n",
         ]
-        done = self.execute(argv, timeout=SERVICE_TIMEOUT_S, read_only=True)
+        done = self.runner.execute(Command(argv, timeout=SERVICE_TIMEOUT_S, read_only=True))
         for line in done.output.splitlines():
             size, _, name = line.partition(" ")
-            if size.isdigit() and self._known_big.get(name) != int(size):
+            if size.isdigit() and self.known_big.get(name) != int(size):
                 raise ResourceLimitExceeded(f"{name}: a file over {_size(threshold)} was written")
 
     def apply_patch(self, patch: str) -> None:
@@ -136,7 +144,8 @@ class WorkspaceFiles:
             return
         data = patch.encode("utf-8", "surrogateescape")
         env = {"GIT_CEILING_DIRECTORIES": "/"}
-        done = self.execute(apply_command(), timeout=SERVICE_TIMEOUT_S, stdin=data, env=env)
+        command = Command(apply_command(), timeout=SERVICE_TIMEOUT_S, stdin=data, env=env)
+        done = self.runner.execute(command)
         if done.exit_code != 0:
             raise PatchRejected(f"the change does not apply: {last_line(done.output)}")
 

@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +37,7 @@ from harness.sandbox.bubblewrap import (
     with_sandbox_python,
 )
 from harness.sandbox.bwrap_server import CommandServer
+from harness.sandbox.command import Command
 from harness.sandbox.files import WorkspaceFiles, last_line
 from harness.sandbox.limits import (
     CgroupError,
@@ -108,7 +108,7 @@ def _big_files(root: Path, threshold: int) -> dict[str, int]:
     return found
 
 
-class LocalSandbox(WorkspaceFiles):
+class LocalSandbox:
     def __init__(
         self,
         jail: Jail,
@@ -130,6 +130,7 @@ class LocalSandbox(WorkspaceFiles):
         self._tmpfs = False
         self._limit: str | None = None
         self.baseline: Baseline | None = None
+        self.files: WorkspaceFiles  # made once the trusted files are in
         remove_tree(folder)
         folder.mkdir(parents=True)
         with _open_lock:
@@ -149,10 +150,12 @@ class LocalSandbox(WorkspaceFiles):
         _copy_into(source, self.host_workspace)
         if overlay is not None:
             _copy_into(overlay, self.host_workspace)
-        self._known_big = _big_files(self.host_workspace, self.limits.diff_bytes)
+        known_big = _big_files(self.host_workspace, self.limits.diff_bytes)
         if track_changes:  # grading never diffs: it skips the snapshot
             self.baseline = Baseline(folder / "baseline", self.host_workspace)
             self.baseline.snapshot()
+        diff_env = self._diff_env if track_changes else None
+        self.files = WorkspaceFiles(self, self.limits, known_big, diff_env)
         if jail.uid is not None:
             _chown(folder, jail.uid)
         if jail.confined and cgroups_available():
@@ -174,54 +177,33 @@ class LocalSandbox(WorkspaceFiles):
             mounts.append(Mount(self.baseline.git_dir, inside))
         return mounts
 
-    def execute(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        read_only: bool = False,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-        baseline: bool = False,
-        errors: str = "replace",
-    ) -> Completed:
-        argv = with_sandbox_python(argv, self.jail.python_env)
-        if self.server is not None and not read_only and not baseline:
+    def execute(self, command: Command) -> Completed:
+        command = command.with_argv(with_sandbox_python(command.argv, self.jail.python_env))
+        if self.server is not None and not command.read_only and not command.baseline:
             with self.settings.command_slots or nullcontext():
-                served = self.server.run(
-                    argv,
-                    timeout=timeout,
-                    stdin=stdin,
-                    report=report,
-                    env=env,
-                    output_cap=output_cap,
-                    errors=errors,
-                )
+                served = self.server.run(command)
             if served is not None:
                 self._check_limits()
                 return served
-        wrapped = self.jail.wrap(argv, self._mounts(read_only, baseline), cwd=self.root)
+        mounts = self._mounts(command.read_only, command.baseline)
+        wrapped = self.jail.wrap(command.argv, mounts, cwd=self.root)
         if self._cgroup is not None:
             wrapped.argv = self._cgroup.wrap(wrapped.argv)
         home = self.jail.tmp_path(self._scratch)
-        caps = (
-            {} if output_cap is None else {"keep_bytes": output_cap, "max_output_bytes": output_cap}
-        )
         try:
             with self.settings.command_slots or nullcontext():
                 done = run_process(
                     wrapped.argv,
                     cwd=self.host_workspace if not self.jail.confined else Path("/"),
-                    env=scrubbed_env(home, self.jail.python_env) | dict(env or {}),
-                    timeout=timeout,
-                    report=report,
-                    stdin=stdin,
+                    env=scrubbed_env(home, self.jail.python_env) | dict(command.env),
+                    timeout=command.timeout,
+                    report=command.report,
+                    stdin=command.stdin,
                     pass_fds=wrapped.pass_fds,
-                    errors=errors,
+                    errors=command.errors,
                     report_owner=self.jail.uid,
-                    **caps,
+                    keep_bytes=command.keep_bytes,
+                    max_output_bytes=command.max_output_bytes,
                 )
         finally:
             wrapped.close()
@@ -230,7 +212,21 @@ class LocalSandbox(WorkspaceFiles):
 
     def run(self, command: str, timeout: float) -> Completed:
         # The agent's own pytest runs as grading's does (same plugins and flags).
-        return self.execute(["bash", "-c", command], timeout=timeout, env=AGENT_PYTEST_ENV)
+        return self.execute(Command.shell(command, timeout, env=AGENT_PYTEST_ENV))
+
+    # -- files, through commands (`files.py`) -------------------------------------------
+
+    def read(self, path: str) -> str:
+        return self.files.read(path)
+
+    def write(self, path: str, text: str) -> None:
+        self.files.write(path, text)
+
+    def diff(self) -> str:
+        return self.files.diff()
+
+    def apply_patch(self, patch: str) -> None:
+        self.files.apply_patch(patch)
 
     def _check_limits(self) -> None:
         if self._limit is None and self._cgroup is not None:
@@ -250,9 +246,6 @@ class LocalSandbox(WorkspaceFiles):
             work_tree=self.root,
             scratch=self.jail.tmp_path(self._scratch),
         )
-
-    def _tracks_changes(self) -> bool:
-        return self.baseline is not None
 
     def close(self) -> None:
         with _open_lock:
@@ -302,7 +295,7 @@ class LocalBackend:
         sandbox = self.open(probe, scratch / "sandbox", track_changes=False)
         command = ["python", "-P", "-c", "import pytest"]
         try:
-            done = sandbox.execute(command, timeout=60)
+            done = sandbox.execute(Command(command, timeout=60))
         finally:
             sandbox.close()
         if done.exit_code != 0:

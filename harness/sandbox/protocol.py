@@ -16,10 +16,10 @@ Errors a sandbox raises say whose fault they are:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from harness.sandbox.command import Command
 from harness.sandbox.process import Completed
 
 
@@ -49,21 +49,8 @@ class Sandbox(Protocol):
         """Runs a bash command line in the workspace (an agent's `run` tool)."""
         ...
 
-    def execute(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        stdin: bytes | None = None,
-        read_only: bool = False,
-        report: bool = False,
-        env: Mapping[str, str] | None = None,
-        output_cap: int | None = None,
-    ) -> Completed:
-        """Runs argv in the workspace. `read_only` mounts the workspace read-only; with
-        `report`, REPORT_PLACEHOLDER in argv names an append-only path whose bytes come back
-        as `Completed.report`; `output_cap` keeps the whole output up to that many bytes
-        (the command is killed beyond it); `env` adds to the sandbox's scrubbed environment."""
+    def execute(self, command: Command) -> Completed:
+        """Runs `command` in the workspace (`command.py` says what each field asks for)."""
         ...
 
     def read(self, path: str) -> str: ...

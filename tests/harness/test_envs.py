@@ -29,6 +29,7 @@ from harness.grading.grade import grade
 from harness.home import harness_dirs
 from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
 from harness.sandbox.bubblewrap import python_paths
+from harness.sandbox.command import Command
 from harness.sandbox.view import env_left_out, scan_roots
 
 DEP = "cbdep==1.0"
@@ -194,7 +195,7 @@ def test_the_sandbox_shows_the_environment_and_not_the_harness_venv(
                        python_env=env)  # fmt: skip
     try:
         probe = "import sys, cbdep, pytest, coverage; print(sys.prefix, cbdep.times(2, 3))"
-        done = box.execute([sys.executable, "-c", probe], timeout=60)
+        done = box.execute(Command([sys.executable, "-c", probe], timeout=60))
         assert done.exit_code == 0, done.output
         assert done.output.split() == [str(env), "6"]
         for harness_only in ("sqlalchemy", "typer", "pydantic"):
@@ -205,7 +206,7 @@ def test_the_sandbox_shows_the_environment_and_not_the_harness_venv(
         assert box.run("pytest --version", 30).exit_code == 0
         assert "read-only" in box.run(f"touch {env}/x || echo read-only", 30).output
         paths = "import sys; print(*[p for p in sys.path if p], sep=chr(10))"
-        done = box.execute([sys.executable, "-I", "-c", paths], timeout=30)
+        done = box.execute(Command([sys.executable, "-I", "-c", paths], timeout=30))
         base = Path(sys.base_prefix).resolve()
         assert all(Path(p).is_relative_to(env) or Path(p).is_relative_to(base)
                    for p in done.output.split()), done.output  # fmt: skip
@@ -226,7 +227,7 @@ def test_the_docker_sandbox_shows_the_environment_and_not_the_harness_venv(
     box = backend.open(tmp_path / "ws", tmp_path / "box", python_env=env)
     try:
         probe = "import sys, cbdep, pytest; print(sys.prefix, cbdep.times(2, 3))"
-        done = box.execute([sys.executable, "-c", probe], timeout=60)
+        done = box.execute(Command([sys.executable, "-c", probe], timeout=60))
         assert done.output.split() == [str(env), "6"], done.output
         done = box.run("python -c 'import sqlalchemy'; ls -A " + sys.prefix, 30)
         assert "ModuleNotFoundError" in done.output and "pyvenv.cfg" not in done.output

@@ -33,8 +33,8 @@ from cursorbench.factory.filters import (
     measured_failure,
 )
 from cursorbench.factory.release import Release, check_fresh, index_upload_date, release_date
-from cursorbench.tasks.sources import SourceError
-from cursorbench.tasks.task import PackageSource
+from cursorbench.tasks.sources.base import SourceError
+from cursorbench.tasks.sources.package import PackageSource
 from cursorbench.validation.checks import MIN_FAIL_TO_PASS
 from tests.cli_runner import cursorbench
 from tests.cursorbench.factory_pkg import place_wordkit

@@ -15,7 +15,7 @@ import pytest
 from cursorbench.factory.propose import environment_for
 from cursorbench.factory.release import Release
 from cursorbench.factory.requirements import declared, pin
-from cursorbench.tasks.task import PackageSource
+from cursorbench.tasks.sources.package import PackageSource
 from harness import envs
 from harness.envs import EnvironmentFailed
 from tests.harness.test_envs import make_wheel

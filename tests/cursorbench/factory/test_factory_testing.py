@@ -18,7 +18,8 @@ from cursorbench.factory.bugs import Site
 from cursorbench.factory.coverage_map import CoverageMap
 from cursorbench.factory.prompts import prompt_problems
 from cursorbench.factory.release import Release
-from cursorbench.tasks.task import PackageSource, RemoveFile, Task
+from cursorbench.tasks.sources.package import PackageSource
+from cursorbench.tasks.task import RemoveFile, Task
 from harness.home import build_cache
 from harness.kinds.mutants import MutantsVerification, apply_mutant
 from harness.patch import glob_regex

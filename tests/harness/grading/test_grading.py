@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from harness.grading.canaries import plant
 from harness.grading.grade import grade
 from harness.results import Failure
 from harness.sandbox import SandboxBackend, open_backend
+from harness.sandbox.command import Command
 
 
 class Recording:
@@ -28,11 +30,11 @@ class Recording:
         sandbox = self.inner.open(*args, **kwargs)
         execute = sandbox.execute
 
-        def recorded(argv: list[str], **options: Any) -> Any:
-            self.calls.append({"argv": list(argv), **options})
-            return execute(argv, **options)
+        def recorded(command: Command) -> Any:
+            self.calls.append(asdict(command))
+            return execute(command)
 
-        sandbox.execute = recorded  # type: ignore[method-assign,assignment]
+        sandbox.execute = recorded  # type: ignore[method-assign]
         return sandbox
 
     def self_test(self, scratch: Path) -> None:

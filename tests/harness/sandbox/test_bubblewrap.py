@@ -26,6 +26,7 @@ from harness.sandbox.bubblewrap import (
     scrubbed_env,
     unprivileged_user_available,
 )
+from harness.sandbox.command import Command
 from harness.sandbox.limits import ResourceLimits
 
 pytestmark = pytest.mark.skipif(not bubblewrap_works(), reason="bubblewrap cannot run here")
@@ -92,7 +93,7 @@ def test_no_network_not_even_loopback(box: Sandbox) -> None:
     try:
         port = server.getsockname()[1]
         script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)"
-        done = box.execute(["python", "-c", script], timeout=20)
+        done = box.execute(Command(["python", "-c", script], timeout=20))
         assert done.exit_code != 0
     finally:
         server.close()
@@ -192,16 +193,16 @@ def test_the_environment_is_scrubbed(box: Sandbox, monkeypatch: pytest.MonkeyPat
 DOTDOT_SCRIPT = """
 import sys
 from pathlib import Path
-from harness.sandbox import open_backend
+from harness.sandbox import Command, open_backend
 
 assert ".." in sys.executable, sys.executable
 scratch = Path(sys.argv[1])
 backend = open_backend("bubblewrap")
-backend.self_test(scratch / "self-test")  # what api.prepare runs: `python` on the PATH
+backend.self_test(scratch / "self-test")  # what open_ready runs: `python` on the PATH
 (scratch / "tree").mkdir()
 box = backend.open(scratch / "tree", scratch / "box", track_changes=False)
 try:  # grading's way: the harness's own sys.executable, `-P -m pytest`
-    done = box.execute([sys.executable, "-P", "-m", "pytest", "--version"], timeout=60)
+    done = box.execute(Command([sys.executable, "-P", "-m", "pytest", "--version"], timeout=60))
 finally:
     box.close()
 assert done.exit_code == 0, done.output

@@ -20,6 +20,7 @@ from harness.sandbox import SandboxSettings, bubblewrap_works, cmdgroups, open_b
 from harness.sandbox.bubblewrap import unprivileged_user_available
 from harness.sandbox.bwrap_server import CommandServer
 from harness.sandbox.cmdclient import SERVER_SOURCE, run_served
+from harness.sandbox.command import Command
 from harness.sandbox.local import LocalSandbox
 from tests.harness import leftovers_kit
 
@@ -108,7 +109,7 @@ def test_a_command_holds_no_privilege_and_nothing_of_the_server(box: LocalSandbo
 
 
 def test_a_program_that_cannot_start_exits_127_with_one_line(box: LocalSandbox) -> None:
-    done = box.execute(["no-such-program"], timeout=10)
+    done = box.execute(Command(["no-such-program"], timeout=10))
     assert done.exit_code == 127
     assert done.output.startswith("sandbox: cannot run ['no-such-program']:")
     assert done.output.count("\n") == 1
@@ -120,8 +121,8 @@ def test_the_server_refuses_to_run_a_command_as_root(box: LocalSandbox) -> None:
     server = server_of(box)
     served(box, "true")
     done = run_served(
-        server.socket, ["id", "-u"], uid=0, cwd="/workspace", env={"PATH": "/usr/bin:/bin"},
-        timeout=10, file_bytes=1 << 20,
+        server.socket, Command(["id", "-u"], timeout=10), uid=0, cwd="/workspace",
+        base_env={"PATH": "/usr/bin:/bin"}, file_bytes=1 << 20,
     ).completed  # fmt: skip
     assert done.exit_code == 127 and "unprivileged" in done.output
 
@@ -139,8 +140,8 @@ def test_a_command_that_signals_everything_as_it_starts_never_hits_the_server(
     # A command runs while its spawn returns: however soon it signals, the server's ids (of
     # its main thread, which signals are checked against) are root's again or still.
     for _ in range(40):
-        box.execute(["kill", "-9", "-1"], timeout=10)
-        box.execute(["pkill", "-9", "-f", "."], timeout=10)
+        box.execute(Command(["kill", "-9", "-1"], timeout=10))
+        box.execute(Command(["pkill", "-9", "-f", "."], timeout=10))
     assert served(box, "echo alive") == "alive\n"
     assert server_of(box).starts == 1
 
@@ -190,7 +191,9 @@ def test_state_the_server_cannot_clear_gets_a_fresh_namespace(box: LocalSandbox)
 
 
 def test_read_only_commands_get_a_fresh_read_only_namespace(box: LocalSandbox) -> None:
-    done = box.execute(["sh", "-c", f"{PID1}; echo; touch b.py"], timeout=10, read_only=True)
+    done = box.execute(
+        Command(["sh", "-c", f"{PID1}; echo; touch b.py"], timeout=10, read_only=True)
+    )
     assert "setpriv" in done.output and done.exit_code != 0
     assert not (box.host_workspace / "b.py").exists()
     assert served(box, "touch b.py; ls") == "a.py\nb.py\n"

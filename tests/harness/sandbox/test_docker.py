@@ -30,6 +30,7 @@ from harness.sandbox import (
     bubblewrap_works,
     open_backend,
 )
+from harness.sandbox.command import Command
 from harness.sandbox.limits import ResourceLimits
 
 pytestmark = pytest.mark.docker
@@ -94,7 +95,7 @@ def test_no_network_not_even_to_the_host(box: Sandbox) -> None:
     try:
         port = server.getsockname()[1]
         script = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)"
-        assert box.execute(["python", "-c", script], timeout=20).exit_code != 0
+        assert box.execute(Command(["python", "-c", script], timeout=20)).exit_code != 0
         interfaces = box.run("cat /proc/net/dev | tail -n +3 | cut -d: -f1", 10).output.split()
         assert interfaces == ["lo"]
     finally:
@@ -154,7 +155,9 @@ def test_grading_commands_cannot_write_the_workspace(prepared: Path, tmp_path: P
     box = open_box(prepared, tmp_path / "grading", track=False)
     try:
         done = box.execute(
-            ["sh", "-c", "echo y > a.py; touch new; echo rc=$?"], timeout=10, read_only=True
+            Command(
+                ["sh", "-c", "echo y > a.py; touch new; echo rc=$?"], timeout=10, read_only=True
+            )
         )
         assert "rc=0" not in done.output
         assert box.read("a.py") == "x = 1\n"
@@ -314,7 +317,7 @@ def test_the_root_is_the_same_allow_list_as_under_bubblewrap(box: Sandbox) -> No
     prune = " -o ".join(f"-path {path}" for path in skipped)
     listed = box.run(f"find / \\( {prune} \\) -prune -o ! -type d -print > /tmp/seen", 120)
     assert listed.exit_code == 0, listed.output
-    seen = box.execute(["cat", "/tmp/seen"], timeout=60, output_cap=64 << 20).output
+    seen = box.execute(Command(["cat", "/tmp/seen"], timeout=60, output_cap=64 << 20)).output
     docker_own = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/mtab", "/.dockerenv"}
     tree, roots = system_tree(), scan_roots()
     in_python = under_any(root for root in roots if root != tree)

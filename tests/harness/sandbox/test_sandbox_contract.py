@@ -1,6 +1,7 @@
 """The sandbox contract: what every backend must do, run against every backend.
 
-A new backend (remote, ...) passes this file by adding its name to BACKENDS. Docker
+A new backend (remote, ...) passes this file by adding its name to BACKENDS; every field
+of a `Command` is checked on each backend, in an agent's sandbox and a grading one. Docker
 tests carry the `docker` mark: skipped where no engine can start, failed instead under CI.
 Confinement itself (what a command can see and reach) is in test_bubblewrap.py.
 """
@@ -27,6 +28,7 @@ from harness.sandbox import (
     bubblewrap_works,
     open_backend,
 )
+from harness.sandbox.command import Command
 from harness.sandbox.limits import ResourceLimits
 from harness.sandbox.process import REPORT_PLACEHOLDER
 from tests.harness import leftovers_kit
@@ -223,8 +225,97 @@ def test_overlay_files_are_laid_over_the_workspace(
 
 def test_execute_streams_the_report_pipe(sandbox: Sandbox) -> None:
     argv = ["sh", "-c", 'printf "<a/>" > "$1"; echo out', "sh", REPORT_PLACEHOLDER]
-    done = sandbox.execute(argv, timeout=10, report=True)
+    done = sandbox.execute(Command(argv, timeout=10, report=True))
     assert done.report == b"<a/>" and done.output == "out\n"
+
+
+# -- every field of a `Command`, on every backend -------------------------------------------
+# An agent's sandbox (change tracking) and a grading one (none) may run commands differently
+# (bubblewrap: the command server, or a fresh namespace); both must honour each field.
+# `baseline` is the harness's own diff's: the diff tests above cover it.
+
+
+@pytest.fixture(params=[True, False], ids=["agent", "grading"])
+def either(
+    request: pytest.FixtureRequest, backend: SandboxBackend, prepared: Path, tmp_path: Path
+) -> Iterator[Sandbox]:
+    box = backend.open(prepared, tmp_path / "either", track_changes=request.param)
+    yield box
+    box.close()
+
+
+def test_a_command_runs_its_argv_in_the_workspace(either: Sandbox) -> None:
+    done = either.execute(Command(["sh", "-c", 'pwd; printf "%s|" "$@"', "sh", "a b", "*"], 10))
+    assert done.exit_code == 0 and done.output == f"{either.root}\na b|*|"
+
+
+def test_a_command_reads_its_stdin_and_nothing_without_one(either: Sandbox) -> None:
+    assert either.execute(Command(["cat"], timeout=10, stdin=b"in\x00put")).output == "in\x00put"
+    done = either.execute(Command(["cat"], timeout=10))
+    assert done.exit_code == 0 and done.output == ""
+
+
+def test_a_command_sees_its_env_over_a_scrubbed_environment(
+    either: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CURSORBENCH_CONTRACT_SECRET", "leaked")
+    script = 'echo "${EXTRA}|${CURSORBENCH_CONTRACT_SECRET:-none}|${LANG}"'
+    done = either.execute(Command(["sh", "-c", script], timeout=10, env={"EXTRA": "given"}))
+    assert done.output == "given|none|C.UTF-8\n"
+    overridden = either.execute(Command(["sh", "-c", "echo $LANG"], 10, env={"LANG": "C"}))
+    assert overridden.output == "C\n"
+
+
+def test_a_command_is_killed_at_its_timeout(either: Sandbox) -> None:
+    done = either.execute(Command(["sleep", "30"], timeout=0.5))
+    assert done.timed_out and done.exit_code is None and done.duration_s < 30
+
+
+def test_output_cap_keeps_the_whole_output_up_to_it_and_kills_beyond(either: Sandbox) -> None:
+    head = "head -c 40000 /dev/zero | tr '\\0' a"
+    whole = either.execute(Command(["sh", "-c", head], timeout=10, output_cap=50_000))
+    assert whole.output == "a" * 40_000 and not whole.output_limit_hit
+    cut = either.execute(Command(["sh", "-c", head], timeout=10))  # head and tail only
+    assert cut.omitted_bytes > 0 and len(cut.output) < 40_000 and not cut.output_limit_hit
+    endless = either.execute(Command(["sh", "-c", "yes"], timeout=30, output_cap=10_000))
+    assert endless.output_limit_hit and endless.exit_code is None and not endless.timed_out
+
+
+def test_errors_decides_how_output_bytes_are_decoded(either: Sandbox) -> None:
+    odd = ["printf", "ok\\377"]
+    assert either.execute(Command(odd, timeout=10)).output == "ok\ufffd"
+    kept = either.execute(Command(odd, timeout=10, errors="surrogateescape")).output
+    assert kept.encode("utf-8", "surrogateescape") == b"ok\xff"
+
+
+def test_a_read_only_command_cannot_change_a_grading_workspace(
+    backend: SandboxBackend, prepared: Path, tmp_path: Path
+) -> None:
+    if not backend.confined:
+        pytest.skip("the subprocess backend confines nothing (UNCONFINED_WARNING)")
+    box = backend.open(prepared, tmp_path / "grading", track_changes=False)
+    try:
+        script = "echo x > README.md; touch new.txt; cat README.md"
+        done = box.execute(Command(["sh", "-c", script], timeout=10, read_only=True))
+        assert done.output.endswith("hello\n"), done.output
+        assert box.read("README.md") == "hello\n"
+        with pytest.raises(SandboxError, match="no such file"):
+            box.read("new.txt")
+        writable = box.execute(Command(["sh", "-c", "echo x > README.md"], timeout=10))
+        assert writable.exit_code == 0 and box.read("README.md") == "x\n"
+    finally:
+        box.close()
+
+
+def test_a_command_is_a_frozen_copy_of_what_it_was_given() -> None:
+    argv, env = ["echo", "a"], {"K": "v"}
+    command = Command(argv, timeout=1, env=env)
+    argv.append("b")
+    env["K"] = "changed"
+    assert command.argv == ("echo", "a") and command.env == {"K": "v"}
+    with pytest.raises(AttributeError):
+        command.timeout = 2  # type: ignore[misc]
+    assert Command.shell("true", 5).argv == ("bash", "-c", "true")
 
 
 def test_close_removes_everything_and_reopening_starts_fresh(
@@ -269,7 +360,7 @@ def test_the_agents_pytest_loads_what_the_graders_loads(sandbox: Sandbox) -> Non
     agent = sandbox.run("python -m pytest -s -q test_probe.py && pytest --version", timeout=60)
     assert agent.exit_code == 0, agent.output
     argv = pytest_argv(["-s", "test_probe.py"], sandbox.root, f"{sandbox.root}/pytest.ini")
-    grader = sandbox.execute(argv, timeout=60, read_only=True, report=True, env=PYTEST_ENV)
+    grader = sandbox.execute(Command(argv, timeout=60, read_only=True, report=True, env=PYTEST_ENV))
     assert grader.exit_code == 0, grader.output
     assert _probe_line(agent.output) == _probe_line(grader.output)
     assert _probe_line(agent.output) == "PLUGINS [] CACHE False ADDOPTS []"
