@@ -28,6 +28,7 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +42,14 @@ from cursorbench.config import (
     load_spec,
     validate_spec,
 )
+from cursorbench.harbor.canary import checked_tasks
 from cursorbench.tasks.loader import tasks_from_options
 from cursorbench.tasks.reference import REFERENCE_SOLVER, ReferenceSolver
 from cursorbench.tasks.suites import build_many
-from cursorbench.tasks.task import HarborSource
+from cursorbench.tasks.task import Task
 from cursorbench.tasks.workspace import BuiltTask
 from harness.errors import ConfigError, CursorBenchError
-from harness.home import cache_home, harness_dirs, self_test_folder
+from harness.home import cache_home, harness_dirs
 from harness.model.chat import KEY_NOT_GIVEN, ChatModel, OpenAIChatModel, RetryListener, RetryPolicy
 from harness.model.openai_server import OpenAIServer, Responder
 from harness.model.pricing import Price, load_price_table, price_for, unknown_price_warning
@@ -58,22 +60,9 @@ from harness.run.rundir import RunDir
 from harness.run.runner import Listener, RunInterrupted, Runner
 from harness.run.runner import RunOutcome as RunOutcome
 from harness.run.store import ResultStore
-from harness.sandbox import (
-    UNCONFINED_WARNING,
-    SandboxBackend,
-    SandboxUnavailable,
-    choose_backend,
-    open_backend,
-)
+from harness.sandbox import SandboxBackend, SandboxUnavailable, choose_backend
 from harness.sandbox.bubblewrap import default_hidden_paths
-from harness.sandbox.cmdgroups import KILL_FALLBACK_WARNING
-from harness.sandbox.cmdgroups import unavailable_reason as command_groups_unavailable_reason
-from harness.sandbox.limits import (
-    cgroups_available,
-    cgroups_unavailable_reason,
-    protect_harness,
-    sweep_stale_cgroups,
-)
+from harness.sandbox.ready import Ready, open_ready
 from harness.spec import PreparedTask
 
 EMBEDDED_BASE_URL = "embedded://reference-solver"
@@ -160,42 +149,124 @@ def prepare(
     on_retry: RetryListener | None = None,
 ) -> Runner:
     """A runner ready to execute; servers, the store, the executor and the run folder's lock
-    are released when `stack` closes."""
+    are released when `stack` closes. Each step below is one function, in this order."""
     replay = ReplayResponder(spec.model.run_dir) if isinstance(spec.model, ReplayModel) else None
-    name = model.name if model is not None else (replay.run.model if replay else spec.model_name())
-    assert name is not None
+    name = _model_name(spec, model, replay)
     out = spec.out_dir(name)
     check_out_dir(out)
     task_options, epochs = _tasks_and_epochs(spec, replay)
     suite = tasks_from_options(task_options) if task_options or not spec.evals else []
-    # Checked before building (a cold build takes seconds per task): a mistyped backend,
-    # price table or database URL, or a database that needs upgrading, fails at once.
+    setup = _check_setup(spec, name, check_db=store is None)
+    tasks = _build(spec, suite, replay)
+    executor = executor if executor is not None else _own_executor(spec, stack)
+    _refuse_injected_model_on_remote(model, executor)
+    config, connection = _configure(
+        spec, name, epochs, setup, tasks, model, replay, stack, executor
+    )
+    if model is None:
+        model = _checked_client(config, connection, on_retry)
+    if store is None and setup.db_url is not None:
+        store = _open_store(setup.db_url, stack)
+    sandbox, hidden_warnings = _sandbox_plan(spec, tasks, out, setup.db_url)
+    sandboxes, ready_warnings = _open_sandboxes(setup.backend, sandbox)
+    prepared, untrusted = _trusted_tasks(tasks, sandboxes)
+    warnings = [*ready_warnings, *setup.warnings, *tasks.warnings, *hidden_warnings, *untrusted]
+    plan = _run_plan(spec, config, connection, sandbox, tasks, warnings)
+    run_dir = stack.enter_context(RunDir(out).holding())
+    return Runner(
+        plan,
+        tasks=prepared,
+        model=model,
+        backend=sandboxes,
+        run_dir=run_dir,
+        executor=executor,
+        store=store,
+    )
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What `prepare` checks before building (a cold build takes seconds per task): the
+    backend, the price and the database, with the price's warnings."""
+
+    backend: str
+    price: Price | None
+    db_url: str | None
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The run's tasks: built ones, eval scenarios with their prepared tasks, and what a
+    replay's recording says of them."""
+
+    built: list[BuiltTask]
+    scenarios: list[Any]
+    evals: list[tuple[PreparedTask, str]]
+    warnings: list[str]
+    prepared: list[PreparedTask]  # the built tasks' and the evals', in that order
+
+
+def _model_name(spec: RunSpec, model: ChatModel | None, replay: ReplayResponder | None) -> str:
+    name = model.name if model is not None else (replay.run.model if replay else spec.model_name())
+    assert name is not None
+    return name
+
+
+def _check_setup(spec: RunSpec, name: str, check_db: bool) -> _Setup:
+    """A mistyped backend, price table or database URL, or a database that needs upgrading,
+    fails here, at once."""
     try:
-        backend_name = choose_backend(spec.sandbox.kind)
+        backend = choose_backend(spec.sandbox.kind)
     except SandboxUnavailable as error:
         raise SetupError(str(error)) from None
-    warnings = [] if backend_name != "subprocess" else [UNCONFINED_WARNING]
-    price, price_warnings = _price(spec, name)
-    warnings += price_warnings
+    price, warnings = _price(spec, name)
     db_url = spec.store.resolved_url() if isinstance(spec.store, SqlStoreSpec) else None
-    if store is None and db_url is not None:
+    if check_db and db_url is not None:
         from leaderboard.store import check_store
 
         check_store(db_url)
+    return _Setup(backend, price, db_url, warnings)
+
+
+def _build(spec: RunSpec, suite: list[Task], replay: ReplayResponder | None) -> _Tasks:
     built = build_many(suite)
     scenarios, eval_tasks = _eval_tasks(spec.evals, spec)
-    if replay is not None:
-        warnings += _replay_warnings(replay.run.config.get("tasks", {}), built)
-    if executor is None:  # a cluster is started or joined on first use, not here
-        executor = _executor(spec)
-        stack.callback(executor.shutdown)
+    warnings = [] if replay is None else _replay_warnings(replay.run.config.get("tasks", {}), built)
+    prepared = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
+    return _Tasks(built, scenarios, eval_tasks, warnings, prepared)
+
+
+def _own_executor(spec: RunSpec, stack: ExitStack) -> Executor:
+    """The configured executor, shut down with `stack`; a cluster is started or joined on
+    first use, not here."""
+    executor = _executor(spec)
+    stack.callback(executor.shutdown)
+    return executor
+
+
+def _refuse_injected_model_on_remote(model: ChatModel | None, executor: Executor) -> None:
     if model is not None and executor.remote:
         raise ConfigError(
             "an injected model stays in this process; a remote executor rebuilds the model "
             "on its workers from the config's endpoint (give model.base_url instead)"
         )
+
+
+def _configure(
+    spec: RunSpec,
+    name: str,
+    epochs: int,
+    setup: _Setup,
+    tasks: _Tasks,
+    model: ChatModel | None,
+    replay: ReplayResponder | None,
+    stack: ExitStack,
+    executor: Executor,
+) -> tuple[RunConfig, ModelEndpoint]:
+    """The run's recorded config and the endpoint its model is reached at."""
     label, recorded_url, endpoint = _endpoint(
-        spec, built, scenarios, replay, stack, executor.remote
+        spec, tasks.built, tasks.scenarios, replay, stack, executor.remote
     )
     if model is not None:
         label = "injected"
@@ -204,56 +275,80 @@ def prepare(
         model=name,
         base_url=recorded_url,
         endpoint_label=label,
-        suite_version=_suite_version(built, bool(scenarios)),
-        tasks={task.task.id: task.digest for task in built}
-        | {task.id: digest for task, digest in eval_tasks},
+        suite_version=_suite_version(tasks.built, bool(tasks.scenarios)),
+        tasks={task.task.id: task.digest for task in tasks.built}
+        | {task.id: digest for task, digest in tasks.evals},
         epochs=epochs,
         temperature=spec.model.temperature,
-        sandbox=backend_name,
+        sandbox=setup.backend,
     )
-    connection = _model_endpoint(spec, endpoint, price, replay is not None)
-    if model is None:
-        client = connection.client(config)
-        client.on_retry = on_retry
-        client.check()  # before the run folder or the store is touched: a bad one leaves nothing
-        model = client
-    if store is None and db_url is not None:
-        from leaderboard import open_store  # the leaderboard is the run's store, not the harness's
+    return config, _model_endpoint(spec, endpoint, setup.price, replay is not None)
 
-        store = open_store(db_url)
-        stack.callback(store.close)
-    tasks = [task.prepared() for task in built] + [task for task, _ in eval_tasks]
-    sandbox = SandboxPlan(
-        hidden=_hidden_paths(tasks, out, db_url, warnings),
+
+def _checked_client(
+    config: RunConfig, connection: ModelEndpoint, on_retry: RetryListener | None
+) -> ChatModel:
+    """The model's client, checked before the run folder or the store is touched: a bad
+    endpoint leaves nothing behind."""
+    client = connection.client(config)
+    client.on_retry = on_retry
+    client.check()
+    return client
+
+
+def _open_store(db_url: str, stack: ExitStack) -> ResultStore:
+    from leaderboard import open_store  # the leaderboard is the run's store, not the harness's
+
+    store = open_store(db_url)
+    stack.callback(store.close)
+    return store
+
+
+def _sandbox_plan(
+    spec: RunSpec, tasks: _Tasks, out: Path, db_url: str | None
+) -> tuple[SandboxPlan, list[str]]:
+    """What every sandbox of the run shares, with the warnings of paths left visible."""
+    warnings: list[str] = []
+    plan = SandboxPlan(
+        hidden=_hidden_paths(tasks.prepared, out, db_url, warnings),
         max_commands=spec.sandbox.max_commands,
         keep_workspaces=spec.sandbox.keep_workspaces,
     )
-    sandboxes = _open_sandboxes(backend_name, sandbox, warnings)
-    if any(isinstance(b.task.source, HarborSource) for b in built):
-        from cursorbench.harbor.canary import checked_tasks  # Harbor tasks only
+    return plan, warnings
 
-        tasks, untrusted = checked_tasks(built, tasks, sandboxes, cache_home() / "attempts")
-        warnings += untrusted
-    plan = RunPlan(
+
+def _open_sandboxes(backend: str, sandbox: SandboxPlan) -> Ready:
+    try:
+        return open_ready(backend, sandbox.settings())
+    except SandboxUnavailable as error:
+        raise SetupError(str(error)) from None
+
+
+def _run_plan(
+    spec: RunSpec,
+    config: RunConfig,
+    connection: ModelEndpoint,
+    sandbox: SandboxPlan,
+    tasks: _Tasks,
+    warnings: list[str],
+) -> RunPlan:
+    return RunPlan(
         config=config,
         endpoint=connection,
         sandbox=sandbox,
         work_dir=cache_home() / "attempts",
         retry_errors=spec.retry_errors,
         atif=spec.atif,
-        task_categories={t.task.id: t.task.category.value for t in built},
+        task_categories={t.task.id: t.task.category.value for t in tasks.built},
         warnings=tuple(warnings),
     )
-    run_dir = stack.enter_context(RunDir(out).holding())
-    return Runner(
-        plan,
-        tasks=tasks,
-        model=model,
-        backend=sandboxes,
-        run_dir=run_dir,
-        executor=executor,
-        store=store,
-    )
+
+
+def _trusted_tasks(run: _Tasks, sandboxes: SandboxBackend) -> tuple[list[PreparedTask], list[str]]:
+    """The tasks to run, with the warnings of those whose files could not be trusted."""
+    # each Harbor task's canary run is decided by its import check (no other task has one)
+    tasks, warnings = checked_tasks(run.built, run.prepared, sandboxes, cache_home() / "attempts")
+    return tasks, warnings
 
 
 def _tasks_and_epochs(spec: RunSpec, replay: ReplayResponder | None) -> tuple[list[str], int]:
@@ -309,7 +404,8 @@ def _eval_tasks(
     if not names:
         return [], []
     from evals import EVALS
-    from evals.scenario import ScenarioError, load_scenarios
+    from evals.catalogue import load_scenarios
+    from evals.scenario import ScenarioError
     from evals.scenario import prepare as prepare_scenario
 
     wanted = list(EVALS) if names == ["all"] else names
@@ -371,22 +467,6 @@ def _reachable_host() -> str:
 def _api_key(spec: RunSpec) -> str:
     key = spec.model.api_key if isinstance(spec.model, OpenAIModel) else None
     return key or os.environ.get("OPENAI_API_KEY") or KEY_NOT_GIVEN
-
-
-def _open_sandboxes(backend: str, sandbox: SandboxPlan, warnings: list[str]) -> SandboxBackend:
-    try:
-        sandboxes = open_backend(backend, sandbox.settings())
-        protect_harness()  # the OOM killer takes a sandbox's processes first, never the harness
-        sweep_stale_cgroups()  # left by runs killed before they could close their sandboxes
-        if sandboxes.confined and not cgroups_available():
-            reason = cgroups_unavailable_reason() or "cgroups are not writable here"
-            warnings.append(f"no memory, process or disk limits per attempt: {reason}")
-        if sandboxes.confined and (kill_reason := command_groups_unavailable_reason()):
-            warnings.append(f"{KILL_FALLBACK_WARNING}: {kill_reason}")
-        sandboxes.self_test(self_test_folder())
-    except SandboxUnavailable as error:
-        raise SetupError(str(error)) from None
-    return sandboxes
 
 
 def check_out_dir(out: Path) -> None:

@@ -1,30 +1,24 @@
 """Baselines every behaviour eval must score about 0 on (issue 17): the null agent (finishes
 at once), the always-edit agent (one irrelevant edit, chosen at random) and the agent that
 breaks the code. Each is a scripted double (`harness.model.doubles`) served over real HTTP and
-run through the real runner, as `cursorbench run --base-url` would.
+run through the real runner, as `cursorbench run --base-url` would; `floor_figures` reads a
+baseline's figures per eval from its run's results, and a baseline whose mean on an eval is
+over `FLOOR`, or with any attempt resolved, fails.
 
-    PYTHONPATH=. python -m evals.baselines [--evals a,b] [--out DIR] [--concurrency N]
-        [--split all|curated|generated] [--sample N] [--seed S]
-
-prints, per baseline and eval, the mean score, the attempts and how many resolved; it
-exits 1 when a baseline's mean on an eval is over `FLOOR` or any attempt resolved.
+The runs are made above the evals, by `cursorbench.calibration.baselines`
+(`python -m cursorbench.calibration.baselines`).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
-from evals import EVALS
 from evals.stats import eval_figures
 from harness.model.doubles import BreakingDouble, FinishAtOnceDouble, IrrelevantEditDouble
-from harness.model.openai_server import OpenAIServer, Responder
+from harness.model.openai_server import Responder
+from harness.results import AttemptResult
 
 FLOOR = 0.05  # a baseline's mean score on any eval must not be above this
 BASELINES: dict[str, Callable[[], Responder]] = {
@@ -51,44 +45,17 @@ class Floor(BaseModel):
         return self.mean <= FLOOR and self.resolved == 0 and self.scored == self.attempts
 
 
-def measure(
-    baseline: str, evals: list[str], out: Path, concurrency: int = 4, **options: Any
+def floor_figures(
+    baseline: str, evals: list[str], results: list[AttemptResult], owner: dict[str, str]
 ) -> list[Floor]:
-    """Runs one baseline over the evals' scenarios; its figures per eval."""
-    from cursorbench import api
-    from cursorbench.config import spec_from_options
-    from evals.scenario import load_scenarios
-
-    out.mkdir(parents=True, exist_ok=True)
-    options.setdefault("db", f"sqlite:///{out / 'baselines.sqlite'}")
-    responder = BASELINES[baseline]()
-    chosen = {k: options[k] for k in ("eval_split", "eval_seed", "eval_sample") if k in options}
-    picked = load_scenarios(
-        evals,
-        split=chosen.get("eval_split", "all"),
-        seed=chosen.get("eval_seed"),
-        sample=chosen.get("eval_sample"),
-    )
-    owner = {scenario.id: scenario.eval for scenario in picked}
-    with OpenAIServer(responder) as server:
-        outcome = api.run(
-            spec_from_options(
-                base_url=server.base_url,
-                model=responder.models[0],
-                evals=evals,
-                out=out,
-                concurrency=concurrency,
-                retry_backoff=0.0,
-                max_retries=1,
-                **options,
-            )
-        )
-    figures = eval_figures(outcome.results, owner)
-    floors = []
+    """One baseline's figures per eval, from its run's results (`owner`: each scenario's
+    eval)."""
+    figures = eval_figures(results, owner)
+    found = []
     for name in evals:
-        mine = [result for result in outcome.results if owner.get(result.task_id) == name]
+        mine = [result for result in results if owner.get(result.task_id) == name]
         values = [result.scores[name].value for result in mine if name in result.scores]
-        floors.append(
+        found.append(
             Floor(
                 baseline=baseline,
                 eval=name,
@@ -100,7 +67,7 @@ def measure(
                 resolved=sum(result.resolved for result in mine),
             )
         )
-    return floors
+    return found
 
 
 def table(floors: list[Floor]) -> str:
@@ -116,36 +83,3 @@ def table(floors: list[Floor]) -> str:
             f"{floor.scored:>3}/{floor.attempts:<3} {floor.resolved:>5}/{floor.attempts:<3}{mark}"
         )
     return "\n".join(rows)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evals.baselines", description=__doc__)
-    parser.add_argument("--evals", default=",".join(EVALS))
-    parser.add_argument("--baselines", default=",".join(BASELINES))
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--concurrency", type=int, default=4)
-    parser.add_argument("--split", choices=["all", "curated", "generated"], default="all")
-    parser.add_argument("--sample", type=int, default=None, help="generated scenarios per eval")
-    parser.add_argument("--seed", type=int, default=None, help="the generated split's seed")
-    args = parser.parse_args(argv)
-    evals = [name for name in args.evals.split(",") if name]
-    out = args.out or Path(tempfile.mkdtemp(prefix="cursorbench-baselines-"))
-    floors = [
-        floor
-        for baseline in args.baselines.split(",")
-        for floor in measure(
-            baseline,
-            evals,
-            out / baseline,
-            args.concurrency,
-            eval_split=args.split,
-            eval_seed=args.seed,
-            eval_sample=args.sample,
-        )
-    ]
-    print(table(floors))
-    return 0 if all(floor.ok for floor in floors) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

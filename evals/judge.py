@@ -29,8 +29,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from evals.catalogue import load_scenarios
 from evals.graders.common import final_message, injected_messages, tool_events
-from evals.scenario import Scenario, load_scenarios
+from evals.scenario import Scenario
 
 RUBRICS: dict[str, list[str]] = {
     "intent": [

@@ -1,5 +1,6 @@
 """The docs stay true to the code: the options page is what the generator writes from
-`RunSpec` now, and the README's relative links point to files that exist."""
+`RunSpec` now, the architecture page what it draws from the table of allowed imports
+(`tests/layers.py`), and the README's relative links point to files that exist."""
 
 from __future__ import annotations
 
@@ -20,10 +21,8 @@ TOP_FOLDERS = (
 PLACEHOLDERS = {"evals/scenarios/EVAL.yaml"}  # a pattern the text explains, not a file
 
 
-def load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "gen_options", ROOT / "scripts" / "gen_options.py"
-    )
+def load_generator(name: str = "gen_options") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -59,6 +58,15 @@ def test_options_page_is_what_the_generator_writes_from_runspec() -> None:
     assert page.read_text(encoding="utf-8") == generator.render(), (
         "docs/reference/options.md is stale: run "
         "`PYTHONPATH=. .venv/bin/python scripts/gen_options.py` and commit the page"
+    )
+
+
+def test_architecture_page_is_what_the_generator_draws_from_the_import_table() -> None:
+    generator = load_generator("gen_architecture")
+    page = ROOT / "docs" / "architecture.md"
+    assert page.read_text(encoding="utf-8") == generator.render(), (
+        "docs/architecture.md is stale: run "
+        "`PYTHONPATH=. .venv/bin/python scripts/gen_architecture.py` and commit the page"
     )
 
 

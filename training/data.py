@@ -447,8 +447,9 @@ def reference_trajectories(out_dir: Path, tasks: list[str]) -> Path:
     """A run folder of the reference solver's attempts at `tasks` (bundled suite ids/globs),
     made through the harness's public API; an existing finished folder is reused (resume)."""
     from cursorbench import api
+    from cursorbench.config import NoStoreSpec, RunSpec
 
-    api.run({"tasks": tasks, "out": str(out_dir), "store": {"kind": "none"}})
+    api.run(RunSpec(tasks=tasks, out=out_dir, store=NoStoreSpec()))
     return out_dir
 
 

@@ -45,6 +45,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cursorbench import api
+from cursorbench.config import (
+    LocalExecutorSpec,
+    OpenAIModel,
+    RunSpec,
+    SandboxSpec,
+    SqlStoreSpec,
+)
 from cursorbench.tasks.suites import suite_options
 from harness.errors import CursorBenchError
 from harness.run.runner import RunInterrupted
@@ -100,30 +107,29 @@ class GateConfig(BaseModel):
         default=300.0, gt=0, description="How long the serve command has to get ready."
     )
 
-    def run_spec(self, base_url: str, model: str, out: Path, db_url: str) -> dict[str, Any]:
+    def run_spec(self, base_url: str, model: str, out: Path, db_url: str) -> RunSpec:
         """The harness run for one checkpoint, as `cursorbench.api.run` takes it."""
         tasks = suite_options(self.suite, self.tasks) if (self.tasks or not self.evals) else []
-        return {
-            "tasks": tasks,
-            "evals": self.evals,
-            "eval_split": self.eval_split,
-            "epochs": self.epochs,
-            "out": str(out),
-            "model": {
-                "kind": "openai",
-                "base_url": base_url,
-                "name": model,
-                "temperature": self.temperature,
-                "max_retries": 1,
-                "retry_backoff_s": 0.5,
-                "request_timeout_s": self.request_timeout_s,
-                "price_input": 0.0,
-                "price_output": 0.0,
-            },
-            "sandbox": {"kind": self.sandbox},
-            "executor": {"kind": "local", "concurrency": self.concurrency},
-            "store": {"kind": "sql", "url": db_url},
-        }
+        return RunSpec(
+            tasks=tasks,
+            evals=self.evals,
+            eval_split=self.eval_split,
+            epochs=self.epochs,
+            out=out,
+            model=OpenAIModel(
+                base_url=base_url,
+                name=model,
+                temperature=self.temperature,
+                max_retries=1,
+                retry_backoff_s=0.5,
+                request_timeout_s=self.request_timeout_s,
+                price_input=0.0,
+                price_output=0.0,
+            ),
+            sandbox=SandboxSpec(kind=self.sandbox),
+            executor=LocalExecutorSpec(concurrency=self.concurrency),
+            store=SqlStoreSpec(url=db_url),
+        )
 
 
 def load_gate_config(path: Path | None, data: dict[str, Any] | None = None) -> GateConfig:

@@ -85,7 +85,7 @@ def tasks_propose(
     """Propose tasks from a release's own test suite; rerun with the same --out to resume
     (see docs/tasks.md)."""
     from cursorbench.factory.release import check_fresh, find_release
-    from cursorbench.tasks.sources import SourceError
+    from cursorbench.tasks.sources.base import SourceError
     from harness.home import build_cache
 
     if executor not in ("local", "ray"):

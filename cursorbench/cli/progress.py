@@ -12,16 +12,14 @@ does each retry of a model call (a 429 wait is never silent), e.g.
 The ETA is the mean time per attempt finished in this session times the
 attempts left, spread over the attempts in flight (the wall clock, not a sum).
 
-`BuildLog` is the same for task builds where stderr is not a terminal: a line when a
-build starts and one when it ends, e.g. `[build 2/3] arrow-ranges built in 41.3s`.
+Task builds have their own log (`cursorbench.tasks.build_log.BuildLog`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -33,22 +31,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cursorbench.tasks.build_log import clock
 from harness.results import AttemptResult, Status
 
 if TYPE_CHECKING:  # only named here: importing the model client would pull in `openai`
     from harness.model.chat import RetryNotice
-
-Built = TypeVar("Built")
-
-
-def clock(seconds: float) -> str:
-    """`42s`, `3m05s`, `1h02m`."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 class RunProgress:
@@ -145,36 +132,3 @@ class RunProgress:
                 self.bar.console.print(f"[yellow]{text}[/]", highlight=False)
             else:
                 self.console.print(text, markup=False, highlight=False)
-
-
-class BuildLog:
-    """One plain line per task build started and finished, with its time (for logs)."""
-
-    def __init__(self, console: Console, total: int) -> None:
-        self.console = console
-        self.total = total
-        self.done = 0
-        self.started = time.monotonic()
-        self._lock = threading.Lock()
-
-    def build(self, task_id: str, work: Callable[[], Built]) -> Built:
-        """Runs `work` (one task's build) between its two lines; a failure is printed, then
-        raised as it came."""
-        self._print(f"[build {self.done}/{self.total}] {task_id} started")
-        began = time.monotonic()
-        try:
-            built = work()
-        except BaseException:
-            self._finish(f"{task_id} failed after {time.monotonic() - began:.1f}s")
-            raise
-        self._finish(f"{task_id} built in {time.monotonic() - began:.1f}s")
-        return built
-
-    def _finish(self, what: str) -> None:
-        with self._lock:
-            self.done += 1
-            elapsed = clock(time.monotonic() - self.started)
-            self._print(f"[build {self.done}/{self.total}] {what} (elapsed {elapsed})")
-
-    def _print(self, text: str) -> None:
-        self.console.print(text, markup=False, highlight=False, soft_wrap=True)

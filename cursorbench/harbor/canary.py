@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from cursorbench.harbor.importer import SOLUTION_HOME, solve_command
+from cursorbench.tasks.sources.harbor import SOLUTION_HOME, solve_command
 from cursorbench.tasks.workspace import BuiltTask
 from harness.kinds.harbor_kind import (
     HarborVerification,

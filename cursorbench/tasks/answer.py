@@ -1,10 +1,8 @@
-"""What the reference solution restores, line by line, and a stub of it.
+"""What the reference solution writes, a stub of it, and how many lines a patch changes.
 
-- `removed_lines(built)`: for each source file the reference writes, the line numbers
-  (1-based, in the original file) that the mutation took away: the lines a solver
-  must write back. Hidden tests are not part of it.
 - `stub_tree(built)`: the original files, with the body of every function that
-  holds removed lines replaced by `raise NotImplementedError`: every name exists,
+  holds removed lines (`BuiltTask.removed_lines()`: the lines the mutation took away, which
+  a solver must write back) replaced by `raise NotImplementedError`: every name exists,
   nothing works. A task whose tests pass on the stub does not test the feature.
 - `changed_lines(patch)`: lines added plus lines removed by a patch;
   `changed_code_lines(patch)` the same without blank or comment lines (`#`).
@@ -16,7 +14,6 @@
 from __future__ import annotations
 
 import ast
-import difflib
 import shutil
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -59,26 +56,6 @@ def changed_code_lines(patch: str) -> int:
         ):
             counted += 1
     return counted
-
-
-def removed_lines(built: BuiltTask) -> dict[str, set[int]]:
-    found: dict[str, set[int]] = {}
-    for path, text in built.solution_tree().items():
-        if text is None:
-            continue
-        after = text.splitlines()
-        before_path = built.workspace / path
-        before = (
-            before_path.read_text(encoding="utf-8").splitlines() if before_path.is_file() else []
-        )
-        lines: set[int] = set()
-        matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
-        for tag, _, _, j1, j2 in matcher.get_opcodes():
-            if tag in ("replace", "insert"):
-                lines.update(range(j1 + 1, j2 + 1))
-        if lines:
-            found[path] = lines
-    return found
 
 
 def stub_source(text: str, lines: set[int]) -> str:
@@ -154,7 +131,7 @@ def stub_tree(built: BuiltTask) -> dict[str, str | None]:
     own = kind_of(check).stub_files(check)
     if own is not None:
         return own
-    removed = removed_lines(built)
+    removed = built.removed_lines()
     stubbed: dict[str, str | None] = {}
     for path, text in built.solution_tree().items():
         if text is not None and path.endswith(".py") and path in removed:

@@ -1,4 +1,5 @@
-"""Loading task files: YAML or JSON, validated into `Task`, with one-line errors."""
+"""Loading task files: YAML or JSON, validated into `Task`, with one-line errors; and the
+tasks of `--tasks PREFIX:DIR` folders in a source's own format (`harbor:DIR`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path, PosixPath
 import yaml
 from pydantic import ValidationError
 
+from cursorbench.tasks.sources.registry import SOURCES
 from cursorbench.tasks.task import Task
 from harness.errors import CursorBenchError
 from harness.kinds.registry import task_file_kinds
@@ -103,12 +105,12 @@ def load_tasks_reporting(locations: list[Path]) -> tuple[list[Task], list[str]]:
     tasks: dict[str, Task] = {}
     problems: list[str] = []
     for location in locations:
-        if _is_harbor(location):
-            found, bad = _harbor_tasks(location)
+        if isinstance(location, SourceDir):
+            found, bad = _located_tasks(location)
             problems += bad
             for task in found:
                 if task.id in tasks:
-                    problems.append(f"harbor:{location}: task id {task.id!r} twice")
+                    problems.append(f"{location.prefix}{location}: task id {task.id!r} twice")
                     continue
                 tasks[task.id] = task
             continue
@@ -194,48 +196,55 @@ def resolved(paths: list[Path]) -> list[Path]:
     return [path.resolve() for path in paths]
 
 
-HARBOR_PREFIX = "harbor:"
+class SourceDir(PosixPath):
+    """A `--tasks PREFIX:DIR` location: a folder of tasks in a source's own format (a Harbor
+    task folder or a folder of them); `source` names the source whose `location` it is."""
+
+    source: str
+    prefix: str
 
 
-class HarborDir(PosixPath):
-    """A `--tasks harbor:DIR` location: a Harbor task folder or a folder of them."""
+def source_location(value: str) -> SourceDir | None:
+    """The folder a `PREFIX:DIR` value names (it must exist); None for other values."""
+    for name, source in SOURCES.items():
+        location = source.location
+        if location is not None and value.startswith(location.prefix):
+            folder = SourceDir(value[len(location.prefix) :])
+            if not folder.is_dir():
+                raise TaskFileError(f"{value}: no such {location.what}")
+            folder.source, folder.prefix = name, location.prefix
+            return folder
+    return None
 
 
-def _is_harbor(location: Path) -> bool:
-    return isinstance(location, HarborDir)
-
-
-def harbor_location(value: str) -> HarborDir | None:
-    """The folder a `harbor:DIR` value names (it must exist); None for other values."""
-    if not value.startswith(HARBOR_PREFIX):
-        return None
-    folder = HarborDir(value[len(HARBOR_PREFIX) :])
-    if not folder.is_dir():
-        raise TaskFileError(f"{value}: no such Harbor task folder")
-    return folder
-
-
-def _harbor_tasks(location: Path) -> tuple[list[Task], list[str]]:
-    from cursorbench.harbor.importer import load_harbor_tasks
-
-    try:
-        return load_harbor_tasks(location)
-    except TaskFileError as error:
-        return [], [str(error)]
+def _located_tasks(folder: SourceDir) -> tuple[list[Task], list[str]]:
+    """The tasks its source reads at the location, validated as task files are."""
+    location = SOURCES[folder.source].location
+    assert location is not None
+    found, problems = location.read(folder)
+    tasks = []
+    for located in found:
+        try:
+            task = Task.model_validate(located.fields)
+        except ValidationError as error:
+            problems.append(f"{located.where}: {_describe(error)}")
+            continue
+        tasks.append(task.model_copy(update={"path": located.path}))
+    return tasks, problems
 
 
 def split_task_options(values: list[str]) -> tuple[list[Path], list[str]]:
     """`--tasks` values as paths that exist and id globs; a value that names a file or
     folder that is not there (it has a `/` or a task file suffix) is refused. `harbor:DIR`
-    is a Harbor task folder or a folder of them (`cursorbench/harbor/importer.py`)."""
+    is a Harbor task folder or a folder of them (`cursorbench/tasks/sources/harbor.py`)."""
     paths: list[Path] = []
     globs: list[str] = []
     for value in values:
         if not value.strip():
             raise TaskFileError("--tasks: an empty value")
-        harbor = harbor_location(value)
-        if harbor is not None:
-            paths.append(harbor)
+        located = source_location(value)
+        if located is not None:
+            paths.append(located)
         elif Path(value).exists():
             paths.append(Path(value))
         elif "/" in value or value.endswith(TASK_SUFFIXES):

@@ -1,8 +1,9 @@
 """The reference solver: the embedded default endpoint, and not a model.
 
-It replays each task's reference solution (the reverse of its mutation)
-through real tool calls: it lists the workspace, writes every file the
-solution changes, runs the visible tests, and calls `finish`. It is served by
+It replays each task's reference solution (the reverse of its mutation, or the
+solution its source brings: a Harbor task's solve.sh) through real tool calls: it
+lists the workspace, writes every file the solution changes, runs the visible tests,
+and calls `finish`. It is served by
 `harness.model.openai_server.OpenAIServer`, so a run against it takes exactly the
 path a provider's endpoint takes. A run scoring less than 100% with it points
 at the harness or the task, never at a model.
@@ -15,17 +16,17 @@ from typing import Any
 
 from cursorbench.config import REFERENCE_SOLVER as REFERENCE_SOLVER
 from cursorbench.tasks.answer import reference_tree
-from cursorbench.tasks.task import HarborSource
+from cursorbench.tasks.sources.registry import source_of
 from cursorbench.tasks.workspace import BuiltTask
 from harness.kinds.registry import kind_of
 from harness.model.openai_server import RawReply, Reply, error_reply, step_index
 
 
 def reference_steps(built: BuiltTask) -> list[Reply]:
-    if isinstance(built.task.source, HarborSource):  # its solution/solve.sh, run as is
-        from cursorbench.harbor.importer import solution_steps
-
-        return solution_steps(built)
+    spec = built.task.source
+    own = source_of(spec).solution_steps(spec, built)
+    if own is not None:
+        return own
     steps = [Reply(content="Looking at the workspace.", tool_calls=[("list_dir", {"path": "."})])]
     tree = reference_tree(built)
     for path, text in tree.items():

@@ -17,8 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from cursorbench.tasks.task import PackageSource, Task
+from cursorbench.tasks.answer import CODE_LINES_RULE
+from cursorbench.tasks.sources.registry import source_of
+from cursorbench.tasks.task import Task
+from cursorbench.tasks.workspace import task_digest
 from cursorbench.validation.checks import TaskValidation
+from harness.kinds.registry import kind_of
 
 # The Composer 2 report's figures, printed beside ours.
 PUBLISHED = {"median_changed_lines": 181, "median_prompt_chars": 390}
@@ -42,10 +46,7 @@ class TaskRow(BaseModel):
 def task_row(task: Task, changed: tuple[int, int | None], record: TaskValidation | None) -> TaskRow:
     """A task's row: its file's figures, the reference's changed lines (all, and without
     blank or comment lines), and what its validation record (if any) measured."""
-    from harness.kinds.registry import kind_of
-
-    source = task.source
-    package = source.name if isinstance(source, PackageSource) else Path(source.path).name
+    package = source_of(task.source).package_name(task.source)
     counts = kind_of(task.verification).test_counts(task.verification)
     return TaskRow(
         id=task.id,
@@ -232,9 +233,6 @@ def recorded_changed_lines(
     lines, None when the record predates that count or counted by another rule), if they
     were counted on the build the task makes today (a task file or builder changed since
     makes them stale)."""
-    from cursorbench.tasks.answer import CODE_LINES_RULE
-    from cursorbench.tasks.workspace import task_digest
-
     if record is None or record.changed_lines_digest != task_digest(task):
         return None
     current = record.code_lines_rule == CODE_LINES_RULE
@@ -245,8 +243,6 @@ def update_changed_lines(folder: Path, counted: dict[str, tuple[int, int, str]])
     """Writes counts of changed lines (task id -> (lines, code lines, build digest)) into
     the folder's validation report, keeping everything else; returns how many records
     changed."""
-    from cursorbench.tasks.answer import CODE_LINES_RULE
-
     path = folder / "validation.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     records = [TaskValidation.model_validate(item) for item in data["tasks"]]

@@ -25,7 +25,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from cursorbench.cli.progress import BuildLog
+from cursorbench.tasks.build_log import BuildLog
 from cursorbench.tasks.loader import TaskFileError, bundled_suites
 from cursorbench.tasks.task import Task
 from cursorbench.tasks.workspace import BuiltTask, build, task_digest

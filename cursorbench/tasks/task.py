@@ -1,76 +1,35 @@
 """The task file format: a frozen, versioned pydantic model.
 
-A task names where its code comes from (`source`), how the task was made from
-it (`mutation`, e.g. feature deletion), and how an attempt is verified. The
-reference solution is never written by hand: it is the reverse of the
-mutation. Building a workspace from a task lives in `workspace.py`.
+A task names where its code comes from (`source`, one of the sources of
+`sources/registry.py`), how the task was made from it (`mutation`, e.g. feature
+deletion), and how an attempt is verified. The reference solution is never written by
+hand: it is the reverse of the mutation (or, for a source that brings its own, that
+source's solution). Building a workspace from a task lives in `workspace.py`.
 """
 
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from cursorbench.tasks.category import Category
+from cursorbench.tasks.sources.registry import Source, source_of, verification_owner
 from harness.kinds.registry import KINDS, kind_of
 from harness.spec import Limits, TaskVerification, Turn, check_earlier_turns
 
 TASK_FORMAT_VERSION: Literal[1] = 1
 
 
-class Category(StrEnum):
-    ITERATE_ON_FEATURE = "iterate_on_feature"
-    DEBUGGING = "debugging"
-    NEW_FEATURE = "new_feature"
-    REFACTOR = "refactor"
-    UNDERSTANDING = "understanding"
-    DOCUMENTATION = "documentation"
-    TESTING = "testing"
-    CODE_REVIEW = "code_review"
-    OPTIMIZE = "optimize"
-    DEVOPS = "devops"
-    MIGRATION = "migration"
-
-
 class Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class FolderSource(Spec):
-    """A source tree kept in this repository, relative to the task file."""
-
-    kind: Literal["folder"] = "folder"
-    path: str
-
-
-class PackageSource(Spec):
-    """A pinned release of a package: an sdist verified by its sha256."""
-
-    kind: Literal["package"] = "package"
-    name: str
-    version: str
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-
-
-class HarborSource(Spec):
-    """A Harbor task folder (`--tasks harbor:DIR`, `cursorbench/harbor/importer.py`): the
-    workspace is what its environment copies in; its own verifier (`tests/`) and solution
-    decide and solve, so it has no mutation."""
-
-    kind: Literal["harbor"] = "harbor"
-    path: str = Field(description="The Harbor task folder (absolute).")
-    workspace: str = Field(description="The folder its Dockerfile copies in, relative to it.")
-
-
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-Source = Annotated[FolderSource | PackageSource | HarborSource, Field(discriminator="kind")]
 
 
 class RemoveFile(Spec):
@@ -181,12 +140,20 @@ class Task(Spec):
         return graders
 
     @model_validator(mode="after")
-    def _harbor_only_with_harbor(self) -> Task:
-        harbor_source = isinstance(self.source, HarborSource)
-        if harbor_source != (self.verification.kind == "harbor"):
-            raise ValueError("a harbor source and a harbor verification go together")
-        if self.mutation is None and not harbor_source:
+    def _fits_its_source(self) -> Task:
+        source, kind = source_of(self.source), self.verification.kind
+        owner = verification_owner(kind)
+        if source.own_verification not in (None, kind) or owner not in (None, source):
+            pair = owner or source
+            raise ValueError(
+                f"a {pair.name} source and a {pair.own_verification} verification go together"
+            )
+        if source.mutated and self.mutation is None:
             raise ValueError("mutation: required")
+        if not source.mutated and self.mutation is not None:
+            raise ValueError(f"mutation: a {source.name} task has none (it brings its solution)")
+        if self.environment is not None and not source.takes_environment:
+            raise ValueError(f"environment: a {source.name} task takes none (its source has one)")
         return self
 
     @model_validator(mode="after")
@@ -207,9 +174,10 @@ class Task(Spec):
 
     @model_validator(mode="after")
     def _environment_lacks_the_package(self) -> Task:
-        if self.environment is None or not isinstance(self.source, PackageSource):
+        package = source_of(self.source).distribution(self.source)
+        if self.environment is None or package is None:
             return self
-        own = _canonical(self.source.name)
+        own = _canonical(package)
         for requirement in self.environment.requirements:
             if _canonical(requirement.split("==")[0]) == own:
                 raise ValueError(
@@ -217,14 +185,11 @@ class Task(Spec):
                 )
         return self
 
+    def base_dir(self) -> Path:
+        """The folder of the task file, where its relative paths start (for a task made in
+        memory, the working folder)."""
+        return self.path.parent if self.path else Path.cwd()
+
     def authored_dir(self) -> Path:
         """The folder holding the task's authored test files."""
-        base = self.path.parent if self.path else Path.cwd()
-        return base / self.id
-
-    def source_dir(self) -> Path:
-        """The folder a `FolderSource` points to."""
-        if not isinstance(self.source, FolderSource):
-            raise ValueError(f"task {self.id}: source is a package, not a folder")
-        base = self.path.parent if self.path else Path.cwd()
-        return (base / self.source.path).resolve()
+        return self.base_dir() / self.id

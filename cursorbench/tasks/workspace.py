@@ -10,13 +10,16 @@ builder makes:
   reference.patch  the reverse of the mutation: workspace -> original minus hidden tests
 The cache key covers the task's content, the source tree's bytes (for a package,
 the sdist's sha256, checked on every build) and the builder's version, so an edited
-task or source is rebuilt, never reused. Package sources are fetched and prepared by
-`sources.py`. Every build ends with the leak scan (`leaks.py`); a leak fails the build.
+task or source is rebuilt, never reused. The tree comes from the task's source
+(`sources/`: a folder, a package's sdist, ...). Every build ends with the leak scan
+(`leaks.py`); a leak fails the build. A source whose tasks are no mutation of its tree
+(a Harbor task folder) lays its build out itself.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import hashlib
 import shutil
 import sys
@@ -25,13 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cursorbench.tasks.sources import PREPARE_VERSION, SourceError, prepared_tree
+from cursorbench.tasks.sources.base import SourceError
+from cursorbench.tasks.sources.registry import source_of
 from cursorbench.tasks.task import (
-    FolderSource,
-    HarborSource,
     MoveSymbol,
     Operation,
-    PackageSource,
     RemoveFile,
     RemoveSymbol,
     ReplaceText,
@@ -46,7 +47,7 @@ from harness.pyast import parse_module
 from harness.sandbox.baseline import Baseline
 from harness.sandbox.bubblewrap import default_hidden_paths
 from harness.spec import PreparedTask, with_behaviour_checks
-from harness.trees import copy_source, tree_digest, tree_files
+from harness.trees import copy_source, tree_files
 
 BUILDER_VERSION = "4"
 
@@ -110,12 +111,32 @@ class BuiltTask:
             earlier_turns=task.earlier_turns,
         )
 
+    def removed_lines(self) -> dict[str, set[int]]:
+        """For each source file the reference writes, the line numbers (1-based, in the
+        original file) the mutation took away: the lines a solver must write back."""
+        found: dict[str, set[int]] = {}
+        for path, text in self.solution_tree().items():
+            if text is None:
+                continue
+            before_path = self.workspace / path
+            before = (
+                before_path.read_text(encoding="utf-8").splitlines()
+                if before_path.is_file()
+                else []
+            )
+            lines: set[int] = set()
+            matcher = difflib.SequenceMatcher(a=before, b=text.splitlines(), autojunk=False)
+            for tag, _, _, j1, j2 in matcher.get_opcodes():
+                if tag in ("replace", "insert"):
+                    lines.update(range(j1 + 1, j2 + 1))
+            if lines:
+                found[path] = lines
+        return found
+
     def restored_functions(self) -> dict[str, list[str]]:
         """The functions the reference restores, by file (what the twin run stubs)."""
-        from cursorbench.tasks.answer import removed_lines  # it builds on this module
-
         found = {}
-        for path, lines in removed_lines(self).items():
+        for path, lines in self.removed_lines().items():
             text = (self.original / path).read_text(encoding="utf-8", errors="replace")
             if path.endswith(".py") and (names := restored_functions(text, lines)):
                 found[path] = names
@@ -139,15 +160,10 @@ def digested_json(task: Task) -> str:
 def task_digest(task: Task) -> str:
     digest = hashlib.sha256(BUILDER_VERSION.encode())
     digest.update(digested_json(task).encode())
-    if isinstance(task.source, FolderSource):
-        source = task.source_dir()
-        if not source.is_dir():
-            raise BuildError(f"task {task.id}: source folder {source} does not exist")
-        digest.update(tree_digest(source).encode())
-    elif isinstance(task.source, HarborSource):  # the whole task folder: tests, solution too
-        digest.update(tree_digest(Path(task.source.path)).encode())
-    else:  # named by its sdist's sha256 (in the task's JSON) and how it is prepared
-        digest.update(f"prepare-{PREPARE_VERSION}".encode())
+    try:
+        digest.update(source_of(task.source).digest(task.source, task).encode())
+    except SourceError as error:
+        raise BuildError(f"task {task.id}: {error}") from None
     for relative in task.authored_tests:
         path = task.authored_dir() / relative
         if not path.is_file():
@@ -172,19 +188,14 @@ def unused_site_packages() -> list[Path]:
 
 
 def secret_paths(task: Task) -> list[Path]:
-    """What an agent must not see: the task file's folder, the source, their git history,
-    the base interpreter's unused site-packages."""
+    """What an agent must not see: the task file's folder, what its source hides (a
+    source folder and its git history, a Harbor task folder), the base interpreter's
+    unused site-packages."""
     paths = unused_site_packages()
     if task.path is not None:
         paths.append(task.path.parent)
-    if not isinstance(task.source, FolderSource):
-        return paths
-    paths.append(task.source_dir())
-    for parent in task.source_dir().parents:
-        if (parent / ".git").exists():
-            paths.append(parent / ".git")
-            break
-    return paths
+    paths += source_of(task.source).secret_paths(task.source, task)
+    return list(dict.fromkeys(paths))
 
 
 def scan_hidden_paths(task: Task) -> list[Path]:
@@ -193,30 +204,25 @@ def scan_hidden_paths(task: Task) -> list[Path]:
 
 
 def source_tree(task: Task, cache: Path | None = None) -> Path:
-    """The task's source as a folder: the repository's folder, or the prepared sdist."""
-    if isinstance(task.source, FolderSource):
-        return task.source_dir()
-    if isinstance(task.source, HarborSource):
-        return Path(task.source.path) / task.source.workspace
+    """The task's source as a folder: the repository's folder, the prepared sdist, ..."""
     try:
-        return prepared_tree(task.source, cache or build_cache())
+        return source_of(task.source).tree(task.source, task, cache or build_cache())
     except SourceError as error:
         raise BuildError(f"task {task.id}: {error}") from None
 
 
 def build(task: Task, cache: Path | None = None, scan: bool = True) -> BuiltTask:
-    if isinstance(task.source, HarborSource):
-        from cursorbench.harbor.importer import build_harbor  # it builds on this module
-
-        return build_harbor(task, cache)
     digest = task_digest(task)
     root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
-    if isinstance(task.source, PackageSource):
-        source_tree(task, cache)  # the sdist's hash is checked on every build
+    source = source_of(task.source)
+    tree = source_tree(task, cache)  # a package's sdist hash is checked on every build
     ensure_task_environment(task)  # before the leak scan, which reads it too
 
     def fill(staging: Path) -> None:
-        _build_into(task, staging, source_tree(task, cache))
+        if not source.mutated:
+            source.build_into(task.source, task, tree, staging)
+            return
+        _build_into(task, staging, tree)
         if scan:
             check_leaks(task, staging)
 
@@ -238,8 +244,9 @@ def ensure_task_environment(task: Task) -> Path | None:
         return None
     try:
         env = ensure_environment(task.environment.requirements)
-        if isinstance(task.source, PackageSource):
-            refuse_package(env, task.source.name)
+        package = source_of(task.source).distribution(task.source)
+        if package is not None:
+            refuse_package(env, package)
     except EnvironmentFailed as error:
         raise BuildError(f"task {task.id}: environment: {error}") from None
     return env

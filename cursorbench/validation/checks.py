@@ -52,7 +52,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from cursorbench.tasks import answer
-from cursorbench.tasks.task import PackageSource
+from cursorbench.tasks.sources.registry import source_of
 from cursorbench.tasks.workspace import BuiltTask, scan_hidden_paths
 from cursorbench.validation import leaks
 from cursorbench.validation.canary_order import (
@@ -77,13 +77,14 @@ from cursorbench.validation.tree_runs import (
     split_run,
 )
 from harness.grading.grade import grade
-from harness.home import cache_home, self_test_folder
+from harness.home import cache_home
 from harness.kinds.docs import DocsVerification
 from harness.kinds.registry import kind_of
 from harness.results import TestOutcome
-from harness.sandbox import SandboxSettings, open_backend
+from harness.sandbox import SandboxSettings
+from harness.sandbox.command import Command
 from harness.sandbox.protocol import SandboxBackend
-from harness.sandbox.registry import with_python_env
+from harness.sandbox.ready import open_ready
 from harness.spec import Verification
 
 MIN_FAIL_TO_PASS = 5
@@ -140,16 +141,13 @@ class Derived(BaseModel):
 
 
 def package_label(built: BuiltTask) -> str:
-    source = built.task.source
-    if isinstance(source, PackageSource):
-        return f"{source.name}=={source.version}"
-    return f"folder:{Path(source.path).name}"
+    return source_of(built.task.source).label(built.task.source)
 
 
 def backend_for(built: BuiltTask, backend: str) -> SandboxBackend:
-    sandboxes = open_backend(backend, SandboxSettings(hidden=tuple(scan_hidden_paths(built.task))))
-    sandboxes.self_test(self_test_folder())
-    return with_python_env(sandboxes, built.python_env)
+    """A ready backend for `built`'s runs: its secrets hidden, its environment shown."""
+    settings = SandboxSettings(hidden=tuple(scan_hidden_paths(built.task)))
+    return open_ready(backend, settings, python_env=built.python_env).backend
 
 
 def network_problem(runs: list[SuiteRun]) -> str | None:
@@ -425,7 +423,7 @@ def top_level_names(built: BuiltTask) -> tuple[str, list[str]]:
 
 def _import_problems(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path) -> list[str]:
     """The package must not be importable without the workspace, and must import from it."""
-    if not isinstance(built.task.source, PackageSource):
+    if source_of(built.task.source).distribution(built.task.source) is None:
         return []
     root, names = top_level_names(built)
     if not names:
@@ -440,7 +438,9 @@ def _import_problems(built: BuiltTask, sandboxes: SandboxBackend, scratch: Path)
             "inside = {n: getattr(__import__(n), '__file__', '') for n in names}\n"
             "print('IMPORTS ' + json.dumps([outside, inside]))\n"
         )
-        done = sandbox.execute([sys.executable, "-P", "-c", script], timeout=60, read_only=True)
+        done = sandbox.execute(
+            Command([sys.executable, "-P", "-c", script], timeout=60, read_only=True)
+        )
     finally:
         sandbox.close()
     line = next((x for x in done.output.splitlines() if x.startswith("IMPORTS ")), None)

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursorbench.tasks.sources import dropped
+from cursorbench.tasks.sources.sdist import dropped
 from harness.home import build_cache
 from harness.pyast import parse_module
 from harness.sandbox.view import scan_roots, system_tree

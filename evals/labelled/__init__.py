@@ -59,7 +59,7 @@ def _kind_key(scenario: Scenario) -> str:
 def items(per_eval: int = PER_EVAL, seed: int = SEED) -> tuple[Item, ...]:
     """The labelled set: every trajectory of every kind on the split's first `per_eval`
     scenarios of each eval."""
-    from evals.scenario import load_scenarios
+    from evals.catalogue import load_scenarios
 
     found: list[Item] = []
     for scenario in load_scenarios(split="generated", seed=seed, sample=per_eval):

@@ -1,32 +1,27 @@
-"""How often each eval's grader agrees with the labelled set (`evals.labelled`), measured
-through the real runner: every trajectory is served over HTTP by a scripted agent and run
-as `cursorbench run --evals` would run it, on the labelled split.
+"""How often each eval's grader agrees with the labelled set (`evals.labelled`): every
+trajectory is served over HTTP by a scripted agent (`Trajectories`) and run through the
+real runner as `cursorbench run --evals` would run it, on the labelled split; `verdicts_of`
+reads the grader's verdicts from a round's results and `report` tells them. A scenario has
+several items, so the items run in rounds (`rounds`): round r serves each scenario's r-th
+trajectory (a scenario with fewer gets the null agent, whose attempt is not counted).
 
-    PYTHONPATH=. python -m evals.labelled.agreement [--per-eval N] [--out DIR] [--list FILE]
-
-prints, per eval, the items, how many the grader agrees on and the share, then every
-disagreement with the reader's reason and the grader's; `--list` also writes the set
-(scenario, trajectory, verdict, reason) as JSON lines. A scenario has several items, so
-the items run in rounds: round r serves each scenario's r-th trajectory (a scenario with
-fewer gets the null agent, whose attempt is not counted).
+The runs are made above the evals, by `cursorbench.calibration.agreement`
+(`python -m cursorbench.calibration.agreement`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-import tempfile
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from evals import EVALS
 from evals.agents import reply_for
-from evals.labelled import ACCEPT, PER_EVAL, SEED, Item, items
-from harness.model.openai_server import Answer, OpenAIServer, Reply, first_user_message, step_index
+from evals.labelled import ACCEPT, Item
+from harness.model.openai_server import Answer, Reply, first_user_message, step_index
+from harness.results import AttemptResult
 
 MODEL = "labelled-trajectories"
 
@@ -72,54 +67,33 @@ def rounds(chosen: list[Item]) -> list[list[Item]]:
     return [[v[r] for v in by_scenario.values() if r < len(v)] for r in range(depth)]
 
 
-def measure(
-    chosen: list[Item], out: Path, per_eval: int = PER_EVAL, concurrency: int = 4
-) -> list[Verdict]:
-    from cursorbench import api
-    from cursorbench.config import spec_from_options
-
+def verdicts_of(batch: list[Item], results: list[AttemptResult]) -> list[Verdict]:
+    """The grader's verdict on each item of one round, from that round's results."""
+    by_task = {result.task_id: result for result in results}
     verdicts = []
-    for number, batch in enumerate(rounds(chosen)):
-        with OpenAIServer(Trajectories(batch)) as server:
-            outcome = api.run(
-                spec_from_options(
-                    base_url=server.base_url,
-                    model=MODEL,
-                    evals=sorted({i.scenario.eval for i in batch}),
-                    eval_split="generated",
-                    eval_seed=SEED,
-                    eval_sample=per_eval,
-                    out=out / f"round-{number}",
-                    db=f"sqlite:///{out / 'labelled.sqlite'}",
-                    concurrency=concurrency,
-                    retry_backoff=0.0,
-                    max_retries=1,
-                )
+    for one in batch:
+        result = by_task[one.scenario.id]
+        score = result.scores.get(one.scenario.eval)
+        value = None if score is None else score.value
+        reasons = [] if score is None else list(score.reasons)
+        if result.failure is not None:
+            reasons.append(f"failure: {result.failure}")
+        if not result.resolved and value is not None and value >= 0.5:
+            reasons.append("not resolved: the hidden tests fail")
+        verdicts.append(
+            Verdict(
+                item=one.id,
+                eval=one.scenario.eval,
+                category=one.category,
+                label=one.accept,
+                graded=bool(result.resolved and value is not None and value >= ACCEPT),
+                score=value,
+                resolved=result.resolved,
+                reason=one.reason,
+                grader=reasons,
+                known=one.known,
             )
-        results = {result.task_id: result for result in outcome.results}
-        for one in batch:
-            result = results[one.scenario.id]
-            score = result.scores.get(one.scenario.eval)
-            value = None if score is None else score.value
-            reasons = [] if score is None else list(score.reasons)
-            if result.failure is not None:
-                reasons.append(f"failure: {result.failure}")
-            if not result.resolved and value is not None and value >= 0.5:
-                reasons.append("not resolved: the hidden tests fail")
-            verdicts.append(
-                Verdict(
-                    item=one.id,
-                    eval=one.scenario.eval,
-                    category=one.category,
-                    label=one.accept,
-                    graded=bool(result.resolved and value is not None and value >= ACCEPT),
-                    score=value,
-                    resolved=result.resolved,
-                    reason=one.reason,
-                    grader=reasons,
-                    known=one.known,
-                )
-            )
+        )
     return verdicts
 
 
@@ -176,26 +150,3 @@ def listing(chosen: list[Item]) -> str:
         + "\n"
         for one in chosen
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evals.labelled.agreement", description=__doc__)
-    parser.add_argument("--per-eval", type=int, default=PER_EVAL)
-    parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--list", type=Path, default=None, help="write the set as JSON lines")
-    parser.add_argument("--concurrency", type=int, default=4)
-    args = parser.parse_args(argv)
-    chosen = list(items(args.per_eval))
-    if args.list is not None:
-        args.list.write_text(listing(chosen), encoding="utf-8")
-    out = args.out or Path(tempfile.mkdtemp(prefix="cursorbench-labelled-"))
-    verdicts = measure(chosen, out, args.per_eval, args.concurrency)
-    (out / "verdicts.jsonl").write_text(
-        "".join(v.model_dump_json() + "\n" for v in verdicts), encoding="utf-8"
-    )
-    print(report(verdicts))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,10 +6,11 @@ It does no I/O: the harness reads the final state through the sandbox before
 the sandbox closes (`FinalState`), and hands over the trajectory's records as
 written. The same functions serve as RL rewards.
 
-Graders register by name (`register`); the built-in ones live in the `evals`
-package (`PLUGIN_MODULES`), imported the first time a name is looked up. This
-module does not cover grading by tests or answer files (`harness/kinds/`) nor the
-evals themselves.
+Graders register by name (`register`). Packages that bring graders declare a module
+under the `cursorbench.graders` entry-point group (the built-in ones: `evals.graders`, in
+`pyproject.toml`); those modules are imported the first time an unknown name is looked
+up, so the engine names no package above it. This module does not cover grading by tests
+or answer files (`harness/kinds/`) nor the evals themselves.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.results import Score
 from harness.spec import BehaviourCheck, PreparedTask
 
-PLUGIN_MODULES = ("evals.graders",)
+GRADER_ENTRY_POINTS = "cursorbench.graders"  # each entry names a module that registers graders
 MAX_STATE_FILE_CHARS = 1_000_000  # a touched file bigger than this is not handed to graders
 
 Records = list[dict[str, Any]]  # trajectory records, as `Trajectory.write` made them
@@ -78,10 +80,15 @@ def register(name: str, params: type[BaseModel]) -> Callable[[GraderFunction], G
     return add
 
 
+def load_grader_plugins() -> None:
+    """Imports every module the installed distributions declare as grader plug-ins."""
+    for entry in entry_points(group=GRADER_ENTRY_POINTS):
+        importlib.import_module(entry.value)
+
+
 def get_grader(name: str) -> Grader:
     if name not in GRADERS:
-        for module in PLUGIN_MODULES:
-            importlib.import_module(module)
+        load_grader_plugins()
     if name not in GRADERS:
         known = ", ".join(sorted(GRADERS)) or "none"
         raise UnknownGrader(f"no grader named {name!r} (known: {known})")

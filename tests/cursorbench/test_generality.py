@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cursorbench.tasks.loader import load_tasks
+from cursorbench.tasks.sources.package import PackageSource
 from cursorbench.tasks.suites import suite_path
-from cursorbench.tasks.task import PackageSource
 from tests.cli_runner import cursorbench
 
 TASK = Path(__file__).parent / "data" / "inflection-plurals.yaml"

@@ -2,23 +2,27 @@
 agent that breaks the code, each a scripted double served over real HTTP and run through
 the real runner over every eval's scenarios: mean <= 0.05 on every eval, every attempt
 scored, none resolved. The well-behaved reference agent, on the same path, stays >= 0.9
-(tests/evals/test_separation.py)."""
+(tests/evals/test_separation.py). The figures are read from a run's results
+(`floor_figures`); `python -m cursorbench.calibration.baselines` makes the runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from evals import EVALS
-from evals.baselines import BASELINES, FLOOR
-from evals.scenario import load_scenarios
+from evals.baselines import BASELINES, FLOOR, floor_figures, table
+from evals.catalogue import load_scenarios
+from harness.results import AttemptResult, Score, Status
 from harness.run.runner import RunOutcome
 
-pytestmark = pytest.mark.slow
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("baseline", sorted(BASELINES))
 def test_baseline_scores_zero_on_every_eval(
     baseline: str, serve: Callable[[Any], str], run_benchmark: Callable[..., RunOutcome]
@@ -42,3 +46,28 @@ def test_baseline_scores_zero_on_every_eval(
         assert mean <= FLOOR, (name, {r.task_id: r.scores[name] for r in mine})
     if baseline != "null":  # the double really changed something: not a null run in disguise
         assert all(r.diff_lines_added > 0 for r in outcome.results), baseline
+
+
+def _attempt(task: str, value: float | None, resolved: bool = False) -> AttemptResult:
+    return AttemptResult(
+        task_id=task,
+        epoch=0,
+        status=Status.RESOLVED if resolved else Status.FAILED,
+        scores={} if value is None else {"intent": Score(value=value)},
+        started_at=T0,
+        finished_at=T0,
+    )
+
+
+def test_a_baselines_figures_are_read_from_its_results() -> None:
+    owner = {f"s{i}": "intent" for i in range(4)}
+    quiet = floor_figures("null", ["intent"], [_attempt(f"s{i}", 0.0) for i in range(4)], owner)
+    assert [(f.mean, f.attempts, f.scored, f.resolved, f.ok) for f in quiet] == [
+        (0.0, 4, 4, 0, True)
+    ]
+    assert 0.0 <= quiet[0].low <= quiet[0].high <= 1.0
+    loud = [_attempt("s0", 1.0, resolved=True), _attempt("s1", None)]
+    loud += [_attempt("s2", 0.0), _attempt("s3", 0.0)]
+    [floor] = floor_figures("always-edit", ["intent"], loud, owner)
+    assert floor.mean == 0.25 and floor.scored == 3 and floor.resolved == 1 and not floor.ok
+    assert "<- above the floor" in table([floor]) and "<- above" not in table(quiet)

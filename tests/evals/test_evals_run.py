@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from evals import EVALS
-from evals.scenario import load_scenarios
+from evals.catalogue import load_scenarios
 
 CLI = [sys.executable, "-m", "cursorbench.cli.app"]
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from evals.scenario import Scenario, checks, codebase_files, load_scenarios, prepare
+from evals.catalogue import load_scenarios
+from evals.scenario import Scenario, checks, codebase_files, prepare
 from harness.grading.scoring import FinalState, run_check
 
 SCENARIOS = load_scenarios(split="curated")

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from evals import EVALS
+from evals.catalogue import load_scenarios
 from evals.generated import SEED, generate
 from evals.packages import by_codebase, package_codebase
-from evals.scenario import Scenario, load_scenarios, replay
+from evals.scenario import Scenario, replay
 
 KINDS = {
     "eager_editing": {"done", "explain", "plan", "scoped"},

@@ -14,7 +14,7 @@ import pytest
 from evals import EVALS
 from evals.agents import ScenarioAgent
 from evals.baselines import BASELINES, FLOOR
-from evals.scenario import load_scenarios
+from evals.catalogue import load_scenarios
 from harness.run.runner import RunOutcome
 
 SAMPLE = 2

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from evals.agents import ScenarioAgent
+from evals.catalogue import load_scenarios
 from evals.judge import judge_attempt, judge_run, means, parse_answers, prompt, rubric
-from evals.scenario import load_scenarios
 from harness.model.openai_server import Reply
 from harness.run.runner import RunOutcome
 

@@ -1,19 +1,21 @@
 """The labelled set (evals.labelled): at least 200 trajectories over the five evals, every
-category, kept apart from the scripts the graders were tuned on; and, on a small sample run
-through the real runner over HTTP, each eval's grader agrees with the reader's verdicts.
-The whole set is a benchmark (`python -m evals.labelled.agreement`, benchmarks/RESULTS.md)."""
+category, kept apart from the scripts the graders were tuned on; a verdict is the grader's
+reading of an attempt, set against the reader's.
+The sample's run is tests/cursorbench/calibration/test_agreement.py; the whole set is a
+benchmark (`python -m cursorbench.calibration.agreement`, benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-
-import pytest
+from datetime import UTC, datetime
 
 from evals import EVALS
 from evals.generated import SEED as TUNED_SEED
-from evals.labelled import CATEGORIES, SEED, items
-from evals.labelled.agreement import Verdict, measure, report, rounds
+from evals.labelled import ACCEPT, CATEGORIES, SEED, items
+from evals.labelled.agreement import report, rounds, verdicts_of
+from harness.results import AttemptResult, Score, Status
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_the_set_is_large_varied_and_apart() -> None:
@@ -37,14 +39,26 @@ def test_the_set_is_large_varied_and_apart() -> None:
         assert len({i.scenario.prompt for i in batch}) == len(batch)
 
 
-@pytest.mark.slow
-def test_the_graders_agree_with_the_labels_on_a_sample(tmp_path: Path) -> None:
-    sample = list(items(per_eval=1))
-    assert {i.scenario.eval for i in sample} == set(EVALS)
-    verdicts = measure(sample, tmp_path, per_eval=1)
-    assert len(verdicts) == len(sample)
-    # every disagreement is a known one, explained (evals.labelled.KNOWN)
-    assert all(v.agrees or v.known for v in verdicts), report(verdicts)
-    for name in EVALS:
-        mine: list[Verdict] = [v for v in verdicts if v.eval == name]
-        assert sum(v.agrees for v in mine) / len(mine) >= 0.8, report(verdicts)
+def test_a_verdict_is_the_graders_reading_of_an_attempt_against_the_readers() -> None:
+    """`verdicts_of`: the grader accepts a resolved attempt scoring >= ACCEPT, and says why
+    it does not otherwise (a failure, hidden tests that fail)."""
+    chosen = rounds(list(items(per_eval=1)))[0][:3]  # three scenarios, one item each
+    scores = [ACCEPT, 0.9, 0.0]
+    resolved = [True, False, True]
+    results = [
+        AttemptResult(
+            task_id=one.scenario.id,
+            epoch=0,
+            status=Status.RESOLVED if done else Status.FAILED,
+            scores={one.scenario.eval: Score(value=value, reasons=["why"])},
+            started_at=T0,
+            finished_at=T0,
+        )
+        for one, value, done in zip(chosen, scores, resolved, strict=True)
+    ]
+    verdicts = verdicts_of(chosen, results)
+    assert [v.graded for v in verdicts] == [True, False, False]
+    assert [v.label for v in verdicts] == [one.accept for one in chosen]
+    assert verdicts[1].grader == ["why", "not resolved: the hidden tests fail"]
+    assert all(v.agrees == (v.label == v.graded) for v in verdicts)
+    assert "| all | 3 |" in report(verdicts)

@@ -12,7 +12,7 @@ import pytest
 
 from evals import EVALS
 from evals.agents import ScenarioAgent
-from evals.scenario import load_scenarios
+from evals.catalogue import load_scenarios
 from harness.run.runner import RunOutcome
 
 pytestmark = pytest.mark.slow

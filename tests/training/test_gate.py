@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, func, select, text, update
 
+from cursorbench.config import OpenAIModel, SqlStoreSpec
 from leaderboard.gate import GateRules
 from leaderboard.schema import CheckpointRow, RunRow
 from tests.cli_runner import cursorbench
@@ -145,8 +146,10 @@ def test_gate_configs_and_bad_input_are_refused_in_one_line(tmp_path: Path) -> N
     spec = GateConfig(suite="smoke", tasks=["textkit-*"], evals=["intent"]).run_spec(
         "http://127.0.0.1:1/v1", "m", tmp_path / "out", "sqlite:///x.db"
     )
-    assert spec["tasks"][1:] == ["textkit-*"] and spec["evals"] == ["intent"]
-    assert GateConfig(evals=["intent"]).run_spec("http://h/v1", "m", tmp_path, "x")["tasks"] == []
+    assert spec.tasks[1:] == ["textkit-*"] and spec.evals == ["intent"]
+    assert isinstance(spec.model, OpenAIModel) and spec.model.base_url == "http://127.0.0.1:1/v1"
+    assert isinstance(spec.store, SqlStoreSpec) and spec.store.url == "sqlite:///x.db"
+    assert GateConfig(evals=["intent"]).run_spec("http://h/v1", "m", tmp_path, "x").tasks == []
     done = subprocess.run(
         [sys.executable, "-m", "training.gate", "watch", str(tmp_path / "nowhere"), "--db",
          f"sqlite:///{tmp_path / 'lb.db'}", "--once"],

@@ -1,4 +1,5 @@
-"""The progress display: live counts on a terminal, one line per attempt in a log."""
+"""The progress display: live counts on a terminal, one line per attempt in a log; and the
+lines task builds print (`build_many`; the build log: tests/cursorbench/tasks/test_build_log.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from cursorbench.cli.progress import BuildLog, RunProgress, clock
+from cursorbench.cli.progress import RunProgress
 from cursorbench.tasks.loader import bundled_suite, load_tasks, select_tasks
 from cursorbench.tasks.suites import build_many
 from cursorbench.tasks.workspace import build
@@ -63,30 +64,6 @@ def test_in_a_log_each_attempt_and_retry_is_one_plain_line() -> None:
     assert lines[1].startswith("[1/2] a#0 failed (empty_diff: why) · 3 turns · 1,234 tokens")
     assert re.search(r"0 resolved, 1 failed, 0 error · 1 retries · elapsed \d+s · ETA", lines[1])
     assert len(lines) == 2
-
-
-def test_clock() -> None:
-    assert [clock(5), clock(65), clock(3725)] == ["5s", "1m05s", "1h02m"]
-
-
-def test_a_build_log_prints_a_line_when_each_build_starts_and_ends() -> None:
-    out = io.StringIO()
-    log = BuildLog(Console(file=out, force_terminal=False, width=40), total=2)
-    assert log.build("a-task-with-a-long-name", lambda: 7) == 7
-    with pytest.raises(RuntimeError):
-        log.build("b", _fails)
-    lines = out.getvalue().splitlines()
-    assert len(lines) == 4  # never wrapped, however narrow the log
-    assert lines[0] == "[build 0/2] a-task-with-a-long-name started"
-    assert re.fullmatch(
-        r"\[build 1/2\] a-task-with-a-long-name built in \d+\.\ds \(elapsed \d+s\)", lines[1]
-    )
-    assert lines[2] == "[build 1/2] b started"
-    assert re.fullmatch(r"\[build 2/2\] b failed after \d+\.\ds \(elapsed \d+s\)", lines[3])
-
-
-def _fails() -> int:
-    raise RuntimeError("no")
 
 
 def test_task_builds_print_progress_lines_when_stderr_is_not_a_terminal(

@@ -14,8 +14,8 @@ import pytest
 from cursorbench.harbor.canary import canary_finding
 from cursorbench.harbor.export import export_tasks
 from cursorbench.tasks.loader import TaskFileError, tasks_from_options, tasks_from_options_reporting
+from cursorbench.tasks.sources.harbor import HarborSource
 from cursorbench.tasks.suites import build_many
-from cursorbench.tasks.task import HarborSource
 from cursorbench.tasks.workspace import secret_paths
 from harness.kinds.harbor_kind import CANARY_TEST, REWARD_TEST, HarborVerification
 from harness.model.doubles import DoneOnlyDouble, IrrelevantEditDouble, ScriptedDouble

@@ -17,8 +17,11 @@ from cursorbench.tasks.loader import (
     tasks_from_options,
     tasks_from_options_reporting,
 )
+from cursorbench.tasks.sources.folder import FolderSource
+from cursorbench.tasks.sources.package import PackageSource
 from cursorbench.tasks.suites import suite_options
-from cursorbench.tasks.task import Category, FolderSource, PackageSource
+from cursorbench.tasks.task import Category
+from cursorbench.tasks.workspace import source_tree
 from harness.kinds.registry import KINDS, task_file_kinds
 from harness.spec import pytest_part, with_behaviour_checks
 
@@ -41,7 +44,7 @@ def test_bundled_suite_loads_with_real_types() -> None:
     slugify = next(task for task in tasks if task.id == "textkit-slugify")
     assert slugify.category is Category.NEW_FEATURE
     assert isinstance(slugify.source, FolderSource)
-    assert slugify.source_dir().is_dir()
+    assert source_tree(slugify).is_dir()
     tests = pytest_part(slugify.verification)
     assert tests is not None and all(isinstance(test, str) for test in tests.fail_to_pass)
     assert slugify.path == BUNDLED.resolve()

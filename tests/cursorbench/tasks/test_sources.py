@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from cursorbench.tasks.sources import SourceError, fetch_sdist, prepared_tree
-from cursorbench.tasks.task import PackageSource, Task
+from cursorbench.tasks.sources.base import SourceError
+from cursorbench.tasks.sources.package import PackageSource
+from cursorbench.tasks.sources.sdist import fetch_sdist, prepared_tree
+from cursorbench.tasks.task import Task
 from cursorbench.tasks.workspace import BuildError, build
 from cursorbench.validation import leaks
 from harness.home import build_cache

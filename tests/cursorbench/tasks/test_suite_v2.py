@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from cursorbench.factory.review import reviewed
 from cursorbench.tasks.loader import load_tasks
+from cursorbench.tasks.sources.package import PackageSource
 from cursorbench.tasks.stats import load_validation, recorded_changed_lines
 from cursorbench.tasks.suites import suite_path
-from cursorbench.tasks.task import PackageSource
 
 
 def test_every_v2_task_is_reviewed_and_validated_on_its_build() -> None:

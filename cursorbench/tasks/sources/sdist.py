@@ -1,6 +1,7 @@
-"""Package sources: a pinned sdist, downloaded once, hash-checked, extracted and prepared.
+"""The sdists of the `package` source: a pinned sdist, downloaded once, hash-checked,
+extracted and prepared.
 
-`prepared_tree(source)` gives a folder holding the package as released, ready to be a
+`prepared_tree(pin, home)` gives a folder holding the package as released, ready to be a
 task's original tree:
   - the sdist is fetched with `pip download --no-deps --no-binary NAME NAME==VERSION`
     (the target only is forced to source) into `$CURSORBENCH_HOME/sdists/<sha256>/`,
@@ -14,7 +15,8 @@ task's original tree:
     `addopts` (grading ignores it), plus `pythonpath` so the package imports from the
     workspace (`src` for a src layout, else the root). The package is never installed.
 
-Not covered here: mutations, hidden tests and the leak scan (`workspace.py`, `leaks.py`).
+Not covered here: mutations, hidden tests and the leak scan (`cursorbench/tasks/workspace.py`,
+`cursorbench/validation/leaks.py`).
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ import tomllib
 import uuid
 import zipfile
 from pathlib import Path
+from typing import Protocol
 
-from cursorbench.tasks.task import PackageSource
+from cursorbench.tasks.sources.base import SourceError
 from harness.home import build_once
 
 PREPARE_VERSION = "2"
@@ -44,8 +47,15 @@ PYTEST_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini")
 INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
 
 
-class SourceError(RuntimeError):
-    """The source cannot be had or used (one line for the user; exit 2 at the CLI)."""
+class Pinned(Protocol):
+    """A pinned release (a `package` source's spec): which sdist, checked by its sha256."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def sha256(self) -> str: ...
 
 
 def sha256_file(path: Path) -> str:
@@ -56,7 +66,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch_sdist(source: PackageSource, home: Path) -> Path:
+def fetch_sdist(source: Pinned, home: Path) -> Path:
     """The pinned sdist, from the cache or the package index; its hash always checked."""
     folder = home / "sdists" / source.sha256
     cached = sorted(folder.glob("*")) if folder.is_dir() else []
@@ -83,7 +93,7 @@ def fetch_sdist(source: PackageSource, home: Path) -> Path:
         shutil.rmtree(download, ignore_errors=True)
 
 
-def _pip_download(source: PackageSource, into: Path) -> list[Path]:
+def _pip_download(source: Pinned, into: Path) -> list[Path]:
     argv = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", source.name,
         f"{source.name}=={source.version}", "-d", str(into),
@@ -242,7 +252,7 @@ def write_pytest_ini(root: Path) -> None:
     (root / "pytest.ini").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def prepared_tree(source: PackageSource, home: Path) -> Path:
+def prepared_tree(source: Pinned, home: Path) -> Path:
     """The package's tree, extracted and prepared once per sdist (content-addressed)."""
     sdist = fetch_sdist(source, home)  # checks the hash even when cached
     root = home / "sources" / f"{source.sha256[:24]}-p{PREPARE_VERSION}"

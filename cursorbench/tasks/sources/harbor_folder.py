@@ -1,8 +1,9 @@
-"""Harbor task folders as CursorBench tasks (`cursorbench run --tasks harbor:DIR`).
+"""Harbor task folders read as CursorBench tasks (`cursorbench run --tasks harbor:DIR`), for
+the `harbor` source (`harbor.py`).
 
 `harbor:DIR` names one Harbor task folder (it holds `task.toml`) or a folder of them.
-Each becomes a `Task` with a `HarborSource` and a `harbor` verification
-(harness/kinds/harbor_kind.py):
+Each becomes the fields of a task with a `harbor` source and a `harbor` verification
+(harness/kinds/harbor_kind.py), which the loader validates like a task file's:
 
 - the prompt is `instruction.md`;
 - the workspace is the folder `environment/Dockerfile` copies to the environment's
@@ -12,7 +13,7 @@ Each becomes a `Task` with a `HarborSource` and a `harbor` verification
   writes them) with `COPY`, `WORKDIR` and nothing else. Any other is refused, saying why;
 - the hidden folder is the task's `tests/` (never in the agent's sandbox); `solution/` is
   kept beside it for the reference solver only, which runs `solve.sh` through the `run`
-  tool (`solution_steps`);
+  tool (`harbor.solution_steps`);
 - limits: the agent's timeout is the wall time, the verifier's the grading timeout; the
   turn and token limits, the protected paths and the category come from CursorBench's
   `[metadata]` keys where an exported task has them.
@@ -22,33 +23,21 @@ What Harbor's format says that is not honoured here: docs/interop.md.
 
 from __future__ import annotations
 
-import base64
-import io
 import re
-import shlex
-import shutil
-import tarfile
 import tomllib
-import uuid
-import zlib
 from pathlib import Path
 from typing import Any
 
-from cursorbench.tasks.loader import HARBOR_PREFIX as PREFIX
-from cursorbench.tasks.loader import TaskFileError
-from cursorbench.tasks.task import Category, HarborSource, Task
-from cursorbench.tasks.workspace import BuiltTask, task_digest
-from harness.home import build_cache, build_once
-from harness.kinds.harbor_kind import HarborVerification, rewrite_file
-from harness.model.openai_server import Reply
+from cursorbench.tasks.category import Category
+from cursorbench.tasks.sources.base import LocatedTask, SourceError
+from harness.kinds.harbor_kind import HarborVerification
 from harness.sandbox.image import IMAGE_REPOSITORY
 from harness.spec import Limits
-from harness.trees import copy_source
 
+PREFIX = "harbor:"
 SUITE_VERSION = "harbor"
 DEFAULT_CATEGORY = Category.DEBUGGING
 DEFAULT_WORKDIR = "/workspace"
-SOLUTION_HOME = "/tmp/cursorbench-harbor-solution"
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -58,31 +47,35 @@ def task_folders(location: Path) -> list[Path]:
         return [location]
     found = sorted(p for p in location.iterdir() if (p / "task.toml").is_file())
     if not found:
-        raise TaskFileError(f"{PREFIX}{location}: no task.toml in it or in its subfolders")
+        raise SourceError(f"{PREFIX}{location}: no task.toml in it or in its subfolders")
     return found
 
 
-def load_harbor_tasks(location: Path) -> tuple[list[Task], list[str]]:
+def read_location(location: Path) -> tuple[list[LocatedTask], list[str]]:
     """The tasks at a `harbor:` location, and one line per folder that cannot run here."""
     tasks, problems = [], []
-    for folder in task_folders(location):
+    try:
+        folders = task_folders(location)
+    except SourceError as error:
+        return [], [str(error)]
+    for folder in folders:
         try:
-            tasks.append(load_harbor_task(folder))
-        except TaskFileError as error:
+            tasks.append(read_task_folder(folder))
+        except SourceError as error:
             problems.append(str(error))
     return tasks, problems
 
 
-def load_harbor_task(folder: Path) -> Task:
+def read_task_folder(folder: Path) -> LocatedTask:
     folder = folder.resolve()
     where = f"{PREFIX}{folder}"
     try:
         config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
         prompt = (folder / "instruction.md").read_text(encoding="utf-8")
     except (OSError, tomllib.TOMLDecodeError) as error:
-        raise TaskFileError(f"{where}: {error}") from None
+        raise SourceError(f"{where}: {error}") from None
     if not (folder / "tests" / "test.sh").is_file():
-        raise TaskFileError(f"{where}: no tests/test.sh (the verifier)")
+        raise SourceError(f"{where}: no tests/test.sh (the verifier)")
     _refuse_links_out(folder, where)
     _refuse_unsupported(config, where)
     metadata = config.get("metadata", {})
@@ -93,20 +86,16 @@ def load_harbor_task(folder: Path) -> Task:
         protected_paths=_strings(metadata.get("cursorbench_protected_paths", [])),
         env=_verifier_env(verifier.get("env", {}), where),
     )
-    limits = _limits(metadata, agent, verifier)
-    try:
-        return Task(
-            id=_task_id(metadata, config, folder),
-            suite_version=SUITE_VERSION,
-            category=_category(metadata),
-            prompt=prompt if prompt.strip() else "(empty instruction.md)",
-            source=HarborSource(path=str(folder), workspace=workspace),
-            verification=check,
-            limits=limits,
-            path=folder / "task.toml",
-        )
-    except ValueError as error:
-        raise TaskFileError(f"{where}: {error}".splitlines()[0]) from None
+    fields = {
+        "id": _task_id(metadata, config, folder),
+        "suite_version": SUITE_VERSION,
+        "category": _category(metadata),
+        "prompt": prompt if prompt.strip() else "(empty instruction.md)",
+        "source": {"kind": "harbor", "path": str(folder), "workspace": workspace},
+        "verification": check,
+        "limits": _limits(metadata, agent, verifier),
+    }
+    return LocatedTask(fields, folder / "task.toml", where)
 
 
 def _refuse_links_out(folder: Path, where: str) -> None:
@@ -116,15 +105,15 @@ def _refuse_links_out(folder: Path, where: str) -> None:
     for name in ("tests", "solution", "environment"):
         path = folder / name
         if path.exists() and folder not in path.resolve().parents:
-            raise TaskFileError(f"{where}: {name}/ links outside the task folder")
+            raise SourceError(f"{where}: {name}/ links outside the task folder")
 
 
 def _refuse_unsupported(config: dict[str, Any], where: str) -> None:
     environment = config.get("environment", {})
     if environment.get("docker_image"):
-        raise TaskFileError(f"{where}: a prebuilt environment image cannot run here")
+        raise SourceError(f"{where}: a prebuilt environment image cannot run here")
     if config.get("steps"):
-        raise TaskFileError(f"{where}: multi-step tasks are not supported")
+        raise SourceError(f"{where}: multi-step tasks are not supported")
 
 
 def environment_workspace(folder: Path, config: dict[str, Any], where: str) -> tuple[str, str]:
@@ -133,7 +122,7 @@ def environment_workspace(folder: Path, config: dict[str, Any], where: str) -> t
     dockerfile = folder / "environment" / "Dockerfile"
     workdir = str(config.get("environment", {}).get("workdir") or "")
     if not dockerfile.is_file():
-        raise TaskFileError(f"{where}: no environment/Dockerfile")
+        raise SourceError(f"{where}: no environment/Dockerfile")
     copies: list[tuple[str, str]] = []
     base = None
     for instruction, argument in dockerfile_instructions(dockerfile.read_text(encoding="utf-8")):
@@ -144,29 +133,29 @@ def environment_workspace(folder: Path, config: dict[str, Any], where: str) -> t
         elif instruction == "COPY" and not argument.startswith("--"):
             parts = argument.split()
             if len(parts) != 2:
-                raise TaskFileError(f"{where}: COPY {argument}: one source and one target only")
+                raise SourceError(f"{where}: COPY {argument}: one source and one target only")
             copies.append((parts[0], parts[1]))
         else:
-            raise TaskFileError(
+            raise SourceError(
                 f"{where}: its Dockerfile has `{instruction} {argument[:40]}`: CursorBench runs "
                 "its own base image, so only FROM it, COPY and WORKDIR can run here"
             )
     if base is None or not base.startswith(f"{IMAGE_REPOSITORY}:"):
-        raise TaskFileError(
+        raise SourceError(
             f"{where}: its environment is FROM {base}, not the Docker backend's base image "
             f"({IMAGE_REPOSITORY}:...): CursorBench's sandboxes cannot run another image"
         )
     workdir = workdir or DEFAULT_WORKDIR
     if len(copies) > 1:
-        raise TaskFileError(f"{where}: its Dockerfile copies {len(copies)} things (one at most)")
+        raise SourceError(f"{where}: its Dockerfile copies {len(copies)} things (one at most)")
     if not copies:
         return "environment/.cursorbench-empty", workdir
     source, target = copies[0]
     if target.rstrip("/") != workdir.rstrip("/"):
-        raise TaskFileError(f"{where}: COPY to {target}, not to the workdir {workdir}")
+        raise SourceError(f"{where}: COPY to {target}, not to the workdir {workdir}")
     inside = (folder / "environment" / source).resolve()
     if not inside.is_dir() or folder.resolve() not in inside.parents:
-        raise TaskFileError(f"{where}: COPY {source}: not a folder of environment/")
+        raise SourceError(f"{where}: COPY {source}: not a folder of environment/")
     return inside.relative_to(folder.resolve()).as_posix(), workdir
 
 
@@ -210,7 +199,7 @@ def _verifier_env(env: Any, where: str) -> dict[str, str]:
     if not isinstance(env, dict):
         return {}
     if any("${" in str(v) for v in env.values()):
-        raise TaskFileError(f"{where}: [verifier.env] takes values from the host's environment")
+        raise SourceError(f"{where}: [verifier.env] takes values from the host's environment")
     return {str(k): str(v) for k, v in env.items()}
 
 
@@ -225,77 +214,3 @@ def _limits(metadata: dict[str, Any], agent: dict[str, Any], verifier: dict[str,
         if isinstance(value, int) and value > 0:
             values[key] = value
     return Limits(**values)
-
-
-def build_harbor(task: Task, cache: Path | None = None) -> BuiltTask:
-    """The task's build folder: workspace/ (the environment's copied folder), hidden/ (its
-    tests/), solution/, original/ (the workspace: the reference's tree is not known before
-    solve.sh runs) and an empty reference.patch. No leak scan: no answer text is known."""
-    assert isinstance(task.source, HarborSource)
-    digest = task_digest(task)
-    root = (cache or build_cache()) / "workspaces" / f"{task.id}-{digest}"
-    folder = Path(task.source.path)
-    source = folder / task.source.workspace
-
-    def fill(staging: Path) -> None:
-        if source.is_dir():
-            copy_source(source, staging / "workspace")
-        else:
-            (staging / "workspace").mkdir(parents=True)
-        shutil.copytree(folder / "tests", staging / "hidden", symlinks=True)
-        if (folder / "solution").is_dir():
-            shutil.copytree(folder / "solution", staging / "solution", symlinks=True)
-        shutil.copytree(staging / "workspace", staging / "original", symlinks=True)
-        (staging / "reference.patch").write_text("")
-
-    build_once(root, digest, fill)
-    return BuiltTask(task, digest, root)
-
-
-def solution_steps(built: BuiltTask) -> list[Reply]:
-    """The reference solver's script for a Harbor task: one `run` that lays the task's
-    solution/ in a scratch folder (`/solution` rewritten to it; the workdir to the
-    sandbox's) and runs its solve.sh; then `finish`. Only the solver knows the solution:
-    it is never in the agent's sandbox otherwise."""
-    check = built.task.verification
-    assert isinstance(check, HarborVerification)
-    solution = built.root / "solution"
-    summary = f"Ran the Harbor solution of {built.task.id}."
-    if not (solution / "solve.sh").is_file():
-        return [Reply(content="No solution.", tool_calls=[("finish", {"summary": "none"})])]
-    command = solve_command(solution, check.workdir, f"{SOLUTION_HOME}-{uuid.uuid4().hex[:12]}")
-    return [
-        Reply(content="Running the solution.", tool_calls=[("run", {"command": command})]),
-        Reply(content=summary, tool_calls=[("finish", {"summary": summary})]),
-    ]
-
-
-UNPACK = (
-    "import base64, io, sys, tarfile, zlib; "
-    "data = zlib.decompress(base64.b64decode(sys.stdin.read())); "
-    "tarfile.open(fileobj=io.BytesIO(data), mode='r:').extractall(sys.argv[1])"
-)
-
-
-def solve_command(solution: Path, workdir: str, home: str) -> str:
-    """A shell command (for the `run` tool) that unpacks `solution` at `home` and runs it."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path in sorted(solution.rglob("*")):
-            info = archive.gettarinfo(str(path), arcname=path.relative_to(solution).as_posix())
-            if path.is_file() and not path.is_symlink():
-                data = rewrite_file(path.read_bytes(), {"/solution": home})
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-            else:
-                archive.addfile(info)
-    packed = base64.b64encode(zlib.compress(buffer.getvalue(), 9)).decode("ascii")
-    at, there = shlex.quote(home), shlex.quote(workdir)
-    swap = (
-        f'if [ "$PWD" != {there} ]; then grep -rlF -- {there} {at} | '
-        f'xargs -r sed -i "s#{workdir}#$PWD#g"; fi'
-    )
-    return (
-        f"mkdir -p {at} && python -c {shlex.quote(UNPACK)} {at} <<'CURSORBENCH_EOF'\n{packed}\n"
-        f"CURSORBENCH_EOF\n{swap}\nbash {at}/solve.sh; status=$?; rm -rf {at}; exit $status"
-    )
