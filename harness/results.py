@@ -175,6 +175,11 @@ class AttemptResult(BaseModel):
         description="Scores of the task's behaviour checks by key (e.g. 'intent'), besides "
         "`status`, which says whether the task was solved.",
     )
+    sandbox: str | None = Field(
+        default=None,
+        description="The sandbox backend the attempt ran on, as the harness that ran it saw "
+        "it (None: written before the field existed); `runs verify` compares it with run.json.",
+    )
 
     @classmethod
     def of(
@@ -233,6 +238,16 @@ NOT_TAMPER_EVIDENT = "verdicts not tamper-evident"
 def tamper_evident(warnings: Iterable[str] | None) -> bool:
     """Whether a run's warnings leave its verdicts tamper-evident (none says otherwise)."""
     return not any(warning.startswith(NOT_TAMPER_EVIDENT) for warning in warnings or ())
+
+
+# A run warning that starts so: the run came into a store from a folder `runs import
+# --unverified` did not replay (`cursorbench/verify.py`); it is never gated or ranked.
+UNVERIFIED = "unverified"
+
+
+def verified(warnings: Iterable[str] | None) -> bool:
+    """Whether a stored run is not marked `UNVERIFIED` (imported without replaying it)."""
+    return not any(warning.startswith(UNVERIFIED) for warning in warnings or ())
 
 
 class RunInfo(BaseModel):

@@ -6,8 +6,9 @@ with the highest resolved rate). A run is complete when it recorded every planne
 (tasks x epochs of its config); confined when it ran in bubblewrap or docker. Only those
 rows are ranked (CI-aware, within the suite version). A model with no such run still gets a
 row, from its latest run, marked with why it is not ranked (`partial`, `running`,
-`unconfined`) and listed apart: such a score is never ranked with complete ones. Suite
-versions are boards of their own, never interleaved.
+`unconfined`, `not tamper-evident`, `unverified`: imported without replaying it) and listed
+apart: such a score is never ranked with complete ones. Suite versions are boards of their
+own, never interleaved.
 
 Each row has the run's coverage (attempts recorded of those planned), its resolved rate with
 the task-clustered 95% interval (`stats.clustered_totals`, flagged when degenerate), pass@1
@@ -45,7 +46,7 @@ class ModelEntry(BaseModel):
     started: datetime
     status: str
     ranked: bool
-    why_unranked: str | None  # "partial", "running", "unconfined"
+    why_unranked: str | None  # "partial", "running", "unconfined", "unverified"
     rank: int = 0
     attempts: int
     planned: int | None
@@ -124,6 +125,8 @@ def _choose(runs: list[LeaderRow], pick: Pick) -> tuple[LeaderRow, str | None]:
         return latest, "unconfined"
     if not latest.tamper_evident:
         return latest, "not tamper-evident"
+    if not latest.verified:
+        return latest, "unverified"
     return latest, "running" if latest.status == "running" else "partial"
 
 

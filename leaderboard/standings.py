@@ -9,7 +9,9 @@ Only confined runs (bubblewrap, docker) whose verdicts are tamper-evident are st
 run made with `--sandbox subprocess` could read the answers, and a run whose warnings say
 some verdicts are not tamper-evident (`harness.results.NOT_TAMPER_EVIDENT`: imported Harbor
 tasks without a canary run) could have had them forced, so `leaderboard` leaves either out
-and `unconfined_runs` lists it apart, unranked (rank 0).
+and `unconfined_runs` lists it apart, unranked (rank 0). So too for a run imported
+unverified (`harness.results.UNVERIFIED`: `runs import --unverified`), whose verdicts were
+never replayed.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import Connection, select
 
-from harness.results import is_confined, tamper_evident
+from harness.results import is_confined, tamper_evident, verified
 from leaderboard import stats, summaries
 from leaderboard.schema import (
     CheckpointRow,
@@ -60,6 +62,7 @@ class LeaderRow(BaseModel):
     sandbox: str = ""
     confined: bool = True
     tamper_evident: bool = True  # no run warning says some verdict could be steered unseen
+    verified: bool = True  # not imported with `runs import --unverified`
     repeat_of: str | None = None
     training_run: str | None = None
     step: int | None = None
@@ -68,8 +71,8 @@ class LeaderRow(BaseModel):
 
     @property
     def rankable(self) -> bool:
-        """Confined, and no verdict of it could have been forced unseen."""
-        return self.confined and self.tamper_evident
+        """Confined, verified, and no verdict of it could have been forced unseen."""
+        return self.confined and self.tamper_evident and self.verified
 
 
 class Filters(BaseModel):
@@ -170,6 +173,7 @@ def _rows(conn: Connection, filters: Filters) -> list[LeaderRow]:
                 sandbox=run.sandbox,
                 confined=is_confined(run.sandbox),
                 tamper_evident=tamper_evident(run.warnings),
+                verified=verified(run.warnings),
                 repeat_of=None if repeat_of == run.id else repeat_of,
                 training_run=run.training_run,
                 step=run.step,

@@ -4,8 +4,10 @@ pandas DataFrame, CSV or Parquet, and a run's predictions in SWE-bench's JSONL f
 (Harbor's Agent Trajectory Interchange Format, `harness.agent.atif`), one file per attempt.
 
 Loading is idempotent like every write (insert-only rows): loading a folder twice, or one the
-runner already recorded, adds nothing. The run keeps its id and config hash, so a folder
-loaded on another machine merges with runs recorded there.
+runner already recorded, adds nothing. A folder loaded without being verified first
+(`runs import --unverified`) is stored with the `harness.results.UNVERIFIED` warning, so the
+gate refuses it and the leaderboard lists it apart, unranked. The run keeps its id and config
+hash, so a folder loaded on another machine merges with runs recorded there.
 
 Not covered here: which rows a view shows (`leaderboard.queries`). pandas and pyarrow come with
 the `export` extra (and `dev`); they are imported only when a DataFrame is asked for.
@@ -22,7 +24,7 @@ from sqlalchemy import Connection, Select, select, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from harness.agent.atif import agent_version, to_atif
-from harness.results import in_order
+from harness.results import UNVERIFIED, in_order, verified
 from harness.run.plan import RunConfig
 from harness.run.rundir import RunDir, RunDirError
 from harness.run.summary import summarize
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     import pandas
 
 EXPORT_FORMATS = ("csv", "parquet", "jsonl", "swebench", "atif")
+UNVERIFIED_WARNING = f"{UNVERIFIED}: imported without `runs verify`; its verdicts were not replayed"
 
 
 class TransferError(Exception):
@@ -41,9 +44,10 @@ class TransferError(Exception):
 
 
 def import_run_dir(
-    store: SqlStore, folder: Path, keep_trajectories: bool = False
+    store: SqlStore, folder: Path, keep_trajectories: bool = False, unverified: bool = False
 ) -> tuple[str, int]:
-    """Record a run folder's run and attempts; returns (run id, attempts in the folder)."""
+    """Record a run folder's run and attempts; returns (run id, attempts in the folder).
+    `unverified`: the caller did not verify the folder; the run is stored marked so."""
     run_dir = RunDir(folder)
     try:
         run = run_dir.existing_run()
@@ -53,6 +57,8 @@ def import_run_dir(
         raise TransferError(f"{folder}: not a run folder (no run.json)")
     results = in_order(run_dir.finished().values())
     run = run.model_copy(update={"out_dir": str(folder.resolve())})
+    if unverified and verified(run.warnings):
+        run = run.model_copy(update={"warnings": [*run.warnings, UNVERIFIED_WARNING]})
     store.start_run(run)
     store.record_many(run.id, results, keep_trajectories=keep_trajectories)
     try:

@@ -92,8 +92,9 @@ class Dashboard:
                 body += (
                     "<h3>Not ranked</h3><p class='note'>Partial runs (fewer attempts than "
                     "planned), runs still going, unconfined runs (<code>--sandbox "
-                    "subprocess</code>: the agent could read the answers) and runs whose "
-                    "verdicts are not tamper-evident.</p>"
+                    "subprocess</code>: the agent could read the answers), runs whose "
+                    "verdicts are not tamper-evident and runs imported unverified (never "
+                    "replayed by <code>runs verify</code>).</p>"
                     + _board_table(board.unranked, short, "unranked")
                 )
             body += "</section>"

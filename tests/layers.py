@@ -194,7 +194,14 @@ LAYERS: tuple[Layer, ...] = (
     Layer("cursorbench.report", imports=(SHARED, "harness.run", "evals")),
     Layer(
         "cursorbench.verify",
-        imports=(SHARED, "harness.run", "cursorbench.config", "cursorbench.api"),
+        imports=(
+            SHARED,
+            "harness.model",  # a replay's divergence, told apart from the recording's errors
+            "harness.run",
+            "cursorbench.config",
+            "cursorbench.tasks",  # the current tasks' digests, compared with the recorded ones
+            "cursorbench.api",
+        ),
     ),
     Layer(
         "cursorbench.calibration",

@@ -1,5 +1,6 @@
-"""`cursorbench runs verify RUN_DIR`: do a run folder's verdicts follow from its recorded
-replies on this machine? (`cursorbench/verify.py`.) Exit 0 verified, 1 not, 2 bad input."""
+"""`cursorbench runs verify RUN_DIR`: is a run folder one sealed record whose verdicts follow
+from its recorded replies on this machine? (`cursorbench/verify.py`.) Exit 0 verified, 1 not,
+2 bad input."""
 
 from __future__ import annotations
 
@@ -16,15 +17,23 @@ def verify_command(
     run_dir: Annotated[Path, typer.Argument(help="A finished run's folder.")],
     out: Annotated[
         Path | None,
-        typer.Option("--out", help="Where the replay goes [default: RUN_DIR-verify]."),
+        typer.Option(
+            "--out", help="Where the replay goes, a new or empty folder [default: RUN_DIR-verify]."
+        ),
     ] = None,
-    sandbox: Annotated[str, typer.Option("--sandbox", help="The backend to grade on.")] = "auto",
+    sandbox: Annotated[
+        str,
+        typer.Option(
+            "--sandbox",
+            help="The backend to grade on [default: the recorded one; another is a mismatch].",
+        ),
+    ] = "auto",
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 2,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """Recount the run's summary from its attempts, replay its recorded replies through the
-    agent loop, sandboxes and grading here, and compare every attempt's verdict; exit 1 if
-    anything differs."""
+    """Check the folder is one sealed record (its plan, seal, attempts, sandbox and summary
+    agree), replay its recorded replies through the agent loop, sandboxes and grading here,
+    and compare every planned attempt's verdict and task digest; exit 1 if anything differs."""
     from cursorbench.verify import verify_run
 
     replay_dir = out or run_dir.with_name(run_dir.name + "-verify")

@@ -39,6 +39,7 @@ from harness.model.openai_server import (
 from harness.results import RunInfo
 
 DIVERGED = 409
+DIVERGED_MESSAGE = "replay diverged"  # how the message of a diverged replay starts
 SHOWN_CHARS = 120
 _DURATION = re.compile(r"\b\d+(\.\d+)?\s?(s|ms|sec|seconds)\b")
 
@@ -183,7 +184,7 @@ class ReplayResponder:
         )
 
     def _diverged(self, task_id: str, epoch: str, turn: int, what: str) -> RawReply:
-        message = f"replay diverged at {task_id} epoch {epoch} turn {turn + 1}: {what}"
+        message = f"{DIVERGED_MESSAGE} at {task_id} epoch {epoch} turn {turn + 1}: {what}"
         self.divergences.append(message)
         return error_reply(DIVERGED, message)
 

@@ -89,6 +89,7 @@ def run_attempt(task: PreparedTask, attempt: Attempt, env: AttemptEnvironment) -
             tally = AttemptTally()
             verdict = _attempt(task, env, scratch, trajectory, tally)
             result = AttemptResult.of(attempt, tally, verdict, started, datetime.now(UTC), relative)
+            result.sandbox = env.backend.name  # the backend this attempt really ran on
             trajectory.write("result", result=result.model_dump(mode="json"))
         return result
     finally:

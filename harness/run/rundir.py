@@ -1,9 +1,10 @@
-"""The run folder (`--out`): run.json, attempts.jsonl, summary.json, trajectories/.
+"""The run folder (`--out`): run.json, attempts.jsonl, summary.json, seal.json, trajectories/.
 
 `attempts.jsonl` is the record of truth: one line per finished attempt,
 appended and fsynced as each attempt ends. Opening a folder again resumes the
 run it holds: finished attempts are read back (a line torn by a kill is cut
-off), and a different configuration is refused with what differs.
+off), and a different configuration is refused with what differs. Every write of run.json
+or an attempt also updates the folder's seal (`harness.run.seal`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import ValidationError
 
 from harness.errors import CursorBenchError
 from harness.results import AttemptResult, RunInfo
+from harness.run.seal import Seal, entry, file_digest, resealed, write_seal
 from harness.run.summary import RunSummary
 
 RUN_FILE = "run.json"
@@ -51,6 +53,7 @@ class RunDir:
         self.path = path
         self.attempts_path = path / ATTEMPTS_FILE
         self._lock_file: int | None = None
+        self._seal: Seal | None = None  # as this process last wrote it
 
     def lock(self) -> None:
         """Holds the folder for this process; a second run writing to it is refused."""
@@ -117,6 +120,8 @@ class RunDir:
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / "trajectories").mkdir(exist_ok=True)
             write_json_atomic(self.path / RUN_FILE, fresh.model_dump(mode="json"))
+            self._seal = Seal(run=file_digest(self.path / RUN_FILE))
+            write_seal(self.path, self._seal)
             return fresh
         if stored.config_hash != fresh.config_hash:
             changes = "; ".join(config_differences(stored.config, fresh.config))
@@ -148,10 +153,19 @@ class RunDir:
         return results
 
     def append(self, result: AttemptResult) -> None:
+        line = result.model_dump_json()
+        seal = self._current_seal()  # before the line: a kill between the writes is healed
         with self.attempts_path.open("a", encoding="utf-8") as file:
-            file.write(result.model_dump_json() + "\n")
+            file.write(line + "\n")
             file.flush()
             os.fsync(file.fileno())
+        seal.attempts[result.key] = entry(self.path, line.encode(), result.trajectory)
+        write_seal(self.path, seal)
+
+    def _current_seal(self) -> Seal:
+        if self._seal is None:
+            self._seal = resealed(self.path, RUN_FILE, ATTEMPTS_FILE)
+        return self._seal
 
     def rewrite(self, results: list[AttemptResult]) -> None:
         """Replaces the attempts file at once (for dropping attempts to run again)."""
@@ -161,6 +175,8 @@ class RunDir:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, self.attempts_path)
+        self._seal = resealed(self.path, RUN_FILE, ATTEMPTS_FILE)
+        write_seal(self.path, self._seal)
 
     def summary(self) -> RunSummary | None:
         """summary.json as last written, or None (none yet, or not readable as a summary)."""

@@ -371,7 +371,7 @@ def test_tests_passed_counts_attempts_that_never_reached_grading(
     store.start_run(
         RunInfo(id="skipper", created_at=T0, model="m", base_url="http://x/v1",
                 endpoint_label="external", suite_version="0.1", config_hash="h",
-                config={"epochs": 1, "tasks": {f"t{i}": "d" for i in range(10)}},
+                config={"epochs": 1, "tasks": {f"t{i}": "digest" for i in range(10)}},
                 sandbox="bubblewrap",
                 warnings=[unknown_price_warning("m")])
     )  # fmt: skip

@@ -23,6 +23,7 @@ What Harbor's format says that is not honoured here: docs/interop.md.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -69,6 +70,7 @@ def read_location(location: Path) -> tuple[list[LocatedTask], list[str]]:
 def read_task_folder(folder: Path) -> LocatedTask:
     folder = folder.resolve()
     where = f"{PREFIX}{folder}"
+    _refuse_links_out(folder, where)  # before any file is read: a link could be read through
     try:
         config = tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
         prompt = (folder / "instruction.md").read_text(encoding="utf-8")
@@ -76,7 +78,6 @@ def read_task_folder(folder: Path) -> LocatedTask:
         raise SourceError(f"{where}: {error}") from None
     if not (folder / "tests" / "test.sh").is_file():
         raise SourceError(f"{where}: no tests/test.sh (the verifier)")
-    _refuse_links_out(folder, where)
     _refuse_unsupported(config, where)
     metadata = config.get("metadata", {})
     workspace, workdir = environment_workspace(folder, config, where)
@@ -99,13 +100,25 @@ def read_task_folder(folder: Path) -> LocatedTask:
 
 
 def _refuse_links_out(folder: Path, where: str) -> None:
-    """The folders a build copies (following a link at their top) must lie inside the task
-    folder: a `tests` linked to a host folder would carry the host's files into the
-    verifier's sandbox and its kept output."""
-    for name in ("tests", "solution", "environment"):
-        path = folder / name
-        if path.exists() and folder not in path.resolve().parents:
-            raise SourceError(f"{where}: {name}/ links outside the task folder")
+    """Every symbolic link anywhere under the task folder must point inside it, or the task is
+    refused naming the first one: an `instruction.md` linked to a host file would put that
+    file in the model's prompt, a `tests/` linked to a host folder the host's files in the
+    verifier's sandbox. A link is judged by where it finally resolves (chains followed),
+    dangling or not; links inside the folder are fine. Hard links are not links here: a file
+    hard-linked from the host is that file, as a copy of it would be."""
+    for parent, folders, files in os.walk(folder):  # never into a linked folder
+        for name in sorted([*folders, *files]):
+            path = Path(parent) / name
+            if not path.is_symlink():
+                continue
+            shown = path.relative_to(folder).as_posix()
+            try:
+                target = path.resolve()
+            except (OSError, RuntimeError):  # a loop of links
+                raise SourceError(f"{where}: {shown} is a loop of links") from None
+            if target != folder and folder not in target.parents:
+                shown += "/" if target.is_dir() else ""
+                raise SourceError(f"{where}: {shown} links outside the task folder ({target})")
 
 
 def _refuse_unsupported(config: dict[str, Any], where: str) -> None:

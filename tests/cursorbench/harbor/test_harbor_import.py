@@ -24,6 +24,7 @@ from harness.results import NOT_TAMPER_EVIDENT, Failure, TestOutcome
 from harness.run.runner import RunOutcome
 from harness.sandbox import open_backend
 from harness.sandbox.image import IMAGE_REPOSITORY
+from tests.cli_runner import cursorbench
 from tests.harbor_tamper import ATTACKS
 from tests.harbor_tamper import TEST_SH as TAMPER_TEST_SH_AT
 from tests.harbor_tamper import TESTS as TAMPER_TESTS
@@ -118,6 +119,46 @@ def test_a_folder_linked_out_of_the_task_is_refused(tmp_path: Path, name: str) -
     (folder / name).symlink_to(outside)
     _, problems = tasks_from_options_reporting([f"harbor:{folder}"])
     assert problems and f"{name}/ links outside the task folder" in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    "link", ["instruction.md", "task.toml", "tests/helper.py", "environment/app/data.txt"]
+)
+def test_any_link_out_of_the_task_is_refused_before_a_file_is_read(
+    tmp_path: Path, link: str
+) -> None:
+    """A link anywhere under the folder (here to a host file: its text would have been the
+    model's prompt, the task's config, a verifier's or a workspace's file) is refused, named."""
+    folder = harbor_task(tmp_path)
+    host = tmp_path / "host-secret.txt"
+    host.write_text("the host's secret\n")
+    (folder / link).parent.mkdir(parents=True, exist_ok=True)
+    (folder / link).unlink(missing_ok=True)
+    (folder / link).symlink_to(host)
+    found, problems = tasks_from_options_reporting([f"harbor:{folder}"])
+    assert found == [] and len(problems) == 1, problems
+    assert f"{link} links outside the task folder ({host})" in problems[0]
+    assert "\n" not in problems[0]
+
+
+def test_the_cli_refuses_an_instruction_linked_to_a_host_file(tmp_path: Path) -> None:
+    folder = harbor_task(tmp_path)
+    host = tmp_path / "host-secret.txt"
+    host.write_text("the host's secret\n")
+    (folder / "instruction.md").unlink()
+    (folder / "instruction.md").symlink_to(host)
+    done = cursorbench("run", "--tasks", f"harbor:{folder}", "--out", str(tmp_path / "run"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "instruction.md links outside the task folder" in done.stderr
+    assert "secret" not in done.stdout and not (tmp_path / "run" / "run.json").exists()
+
+
+def test_links_that_stay_inside_the_task_folder_are_fine(tmp_path: Path) -> None:
+    folder = harbor_task(tmp_path)
+    (folder / "tests" / "again.sh").symlink_to(folder / "tests" / "test.sh")
+    found, problems = tasks_from_options_reporting([f"harbor:{folder}"])
+    assert len(found) == 1 and problems == []
 
 
 def grade_record(outcome: RunOutcome, out: Path) -> dict:
