@@ -112,7 +112,7 @@ def fill(tmp: Path) -> tuple[SqlStore, dict[str, str]]:
         }
         generated(store, f"ckpt-{step}", outcomes, "policy", hour=n + 1)
         checkpoint = store.attach_checkpoint(f"ckpt-{step}", "train-a", step, step * 10**6)
-        rules = GateRules(max_regression=0.06)
+        rules = GateRules(max_regression=0.07)
         if step == 100 or gate(f"ckpt-{step}", "ckpt-100", rules, store).exit_code == 0:
             store.promote_checkpoint(checkpoint)
     generated(store, "tampered-run", tasks, "sneaky", hour=5, tamper="gen-01")

@@ -1,8 +1,10 @@
 """Each eval's score with its interval, as the leaderboard shows stored runs
 (`leaderboard.summaries`): clustered by scenario (the epochs of one scenario are one
-cluster, not independent samples), a Wilson interval inside [0, 1], and never [1, 1] for
-a run whose scenarios all scored the same (`degenerate`: the widest interval that many
-scenarios allow). An attempt of an eval's scenario without that eval's score counts 0.
+cluster, not independent samples; each scenario's epochs are averaged first, and the
+effective sample size is at most the scenarios), a continuity-corrected Wilson interval
+inside [0, 1], and never [1, 1] for a run whose scenarios all scored the same (`degenerate`:
+the widest interval that many scenarios allow). An attempt of an eval's scenario without
+that eval's score counts 0.
 """
 
 from __future__ import annotations

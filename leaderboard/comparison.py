@@ -82,7 +82,7 @@ def compare(conn: Connection, first: str, second: str, seed: int = 0) -> Compari
     )
     epochs = [int(size) for size in sizes]
     for name in BOUNDED:
-        paired[name] = stats.paired_rate_difference(*measures[name], epochs=epochs)
+        paired[name] = stats.paired_rate_difference(*measures[name])
     one_rate, two_rate = measures["resolved"]
     scale = math.lcm(*epochs) if epochs else 1
     p_value = stats.sign_flip_p((two_rate - one_rate).tolist(), seed=seed, scale=scale)

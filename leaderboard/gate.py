@@ -4,21 +4,30 @@
 Before anything is checked, the two runs must be comparable: the same suite version, and
 (`min_coverage`, 1 by default) both must have recorded every attempt of the tasks x epochs
 either planned, so a partial or crashed run cannot pass by sharing a few easy attempts.
-Otherwise, or for an unknown run, `GateError` (exit 2).
+Otherwise, or for an unknown run, `GateError` (exit 2). So too for runs unfit on their provenance
+(`leaderboard.provenance`): imported unverified, or on task contents that differ between
+them or from this machine's tasks of the same ids.
 
 Checks, each `pass`, `fail` or `inconclusive` (`GateRules`, from YAML or JSON):
 
-- `max_regression`: the unit is the task (each task's epochs averaged first). The paired 95%
-  interval of (candidate - baseline) resolved rate over tasks (`stats.paired_rate_difference`,
-  a MOVER interval) decides: its high
-  end below `-max_regression` is a regression beyond what is allowed (fail); its low end at or
-  above it means the candidate is no worse than allowed (pass); otherwise the difference is
-  too noisy to call (inconclusive), and the Markdown says about how many tasks would decide.
-  When no task differs the interval is not [0, 0] but the bound that many tied tasks allow
-  (about 3.84/n for n tied tasks), so a handful of ties, or two runs that both
-  solve nothing on few tasks, are inconclusive. A run gated against itself is inconclusive.
-  The exact paired sign-flip p over tasks (exact McNemar with one epoch) is reported;
-- `min_resolved_rate`: the candidate's resolved rate (over all its attempts) must reach it;
+- `judged`: each side must have judged something on the shared attempts: a run whose every
+  shared attempt is an error (nothing was judged), or two runs that both resolve nothing,
+  fail, at any number of tasks. Errors are counted and shown (they count as unresolved);
+- `max_regression`: non-inferiority at a margin (`max_regression`, alias `margin`) with
+  one-sided error rate `alpha`. The unit is the task: each task's shared epochs are averaged
+  first (also when tasks have unequal epochs), and the regression is the mean over tasks of
+  (baseline - candidate). `stats.non_inferiority` bounds it: its one-sided 1 - alpha upper
+  bound below the margin passes; its lower bound above the margin fails; otherwise it is
+  inconclusive, and the Markdown says about how many tasks at these epochs would decide for
+  an equal candidate (`cursorbench gate plan` sizes runs before they are made). The bound
+  adds to the observed spread the variance of a regression made of unseen outright losses,
+  so a candidate not clearly better passes on no fewer than 191 tasks at a 2% margin (alpha
+  2.5%), however many epochs: size runs to the margin rather than loosening
+  `on_inconclusive`. A run gated
+  against itself is inconclusive. The exact paired sign-flip p over tasks (exact McNemar
+  with one epoch) and the paired 95% MOVER interval are reported;
+- `min_resolved_rate`: the candidate's resolved rate (the mean over tasks of each task's
+  rate over its epochs) must reach it;
 - `eval_floors` / `category_floors`: the candidate's mean per eval / resolved rate per task
   category must reach each floor (every eval over all attempts: `tests_passed` counts an
   attempt never graded as 0);
@@ -36,17 +45,19 @@ Not covered here: the statistics themselves (`leaderboard.stats`).
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import Connection, select
 
 from harness.model.pricing import price_unknown
 from harness.results import is_confined, tamper_evident
 from leaderboard import queries, stats
+from leaderboard.provenance import provenance_refusal
 from leaderboard.schema import AttemptRow, RunRow
 from leaderboard.store import SqlStore
 
@@ -59,10 +70,24 @@ class GateError(Exception):
 
 
 class GateRules(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     min_resolved_rate: float | None = Field(default=None, ge=0, le=1)
-    max_regression: float = Field(default=0.02, ge=0, le=1)
+    max_regression: float = Field(
+        default=0.02,
+        ge=0,
+        le=1,
+        validation_alias=AliasChoices("max_regression", "margin"),
+        description="The non-inferiority margin: the candidate passes only if the one-sided "
+        "upper bound of (baseline - candidate) resolved rate over tasks is below it.",
+    )
+    alpha: float = Field(
+        default=0.025,
+        gt=0,
+        lt=0.5,
+        description="The one-sided error rate: how often a candidate worse by the margin "
+        "may pass (and an equal one fail).",
+    )
     eval_floors: dict[str, float] = Field(default_factory=dict)
     category_floors: dict[str, float] = Field(default_factory=dict)
     max_cost_usd: float | None = Field(default=None, ge=0)
@@ -99,6 +124,18 @@ def load_rules(path: Path | None) -> GateRules:
         raise GateError(f"rules {path}: {where}: {first['msg']}") from None
 
 
+def override(rules: GateRules, margin: float | None, alpha: float | None) -> GateRules:
+    """The rules with the command line's margin and alpha, validated as the rules are."""
+    changes = {"max_regression": margin, "alpha": alpha}
+    data = rules.model_dump() | {k: v for k, v in changes.items() if v is not None}
+    try:
+        return GateRules.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "rules"
+        raise GateError(f"--{where.replace('max_regression', 'margin')}: {first['msg']}") from None
+
+
 class Check(BaseModel):
     name: str
     outcome: Outcome
@@ -114,6 +151,10 @@ class Coverage(BaseModel):
     candidate: int  # attempts recorded
     baseline: int
     shared: int
+    candidate_errors: int = 0  # shared attempts that are errors (not judged)
+    baseline_errors: int = 0
+    candidate_resolved: int = 0  # shared attempts resolved
+    baseline_resolved: int = 0
 
     @property
     def share(self) -> float:
@@ -128,7 +169,8 @@ class GateDecision(BaseModel):
     checks: list[Check]
     comparison: queries.Comparison
     coverage: Coverage
-    tasks_needed: int | None = None  # tasks that would decide an inconclusive regression check
+    tasks_needed: int | None = None  # tasks at these epochs that would pass an equal candidate
+    rule: stats.NonInferiority | None = None  # the max_regression check's figures
     rules: GateRules
 
     def to_json(self) -> str:
@@ -149,7 +191,9 @@ class GateDecision(BaseModel):
             "",
             f"Suite {c.suite_version}: {c.shared_tasks} shared tasks, {c.shared_attempts} "
             f"shared attempts ({self.coverage.share:.0%} of the {self.coverage.planned} "
-            "tasks x epochs planned).",
+            "tasks x epochs planned). Errors (not judged, counted unresolved): candidate "
+            f"{self.coverage.candidate_errors}, baseline {self.coverage.baseline_errors} of "
+            f"{self.coverage.shared} shared attempts.",
             "",
             "| check | outcome | value | threshold | detail |",
             "|---|---|---|---|---|",
@@ -166,11 +210,20 @@ class GateDecision(BaseModel):
             f"{r.high:+.3f}{', no task differs' if r.degenerate else ''}); paired exact "
             f"p = {c.mcnemar_p:.4g} over tasks ({c.first_only} lost, {c.second_only} gained).",
         ]
+        if self.rule is not None:
+            u = self.rule
+            lines += [
+                "",
+                f"Rule: pass only if the one-sided {1 - u.alpha:.1%} upper bound of the "
+                f"regression (baseline - candidate, over {u.n} tasks, each task's epochs "
+                f"averaged) is below the margin {u.margin:.3f}: it is {u.upper:+.3f}.",
+            ]
         if self.tasks_needed is not None:
             lines += [
                 "",
-                f"Undecided: about {self.tasks_needed} tasks would decide (80% power) at this "
-                "difference and per-task spread.",
+                f"Undecided: about {self.tasks_needed} tasks at these epochs would decide for "
+                "a candidate as good as its baseline (80% power, this per-task spread); "
+                "`cursorbench gate plan` sizes a run before it is made.",
             ]
         for label, flips in (("lost", c.lost), ("gained", c.gained)):
             if flips:
@@ -197,9 +250,14 @@ def _cell(text: str) -> str:
 
 
 def gate(
-    candidate_run_id: str, baseline_run_id: str, rules: GateRules, store: SqlStore
+    candidate_run_id: str,
+    baseline_run_id: str,
+    rules: GateRules,
+    store: SqlStore,
+    current_tasks: Mapping[str, Collection[str]] | None = None,
 ) -> GateDecision:
-    """Decide, and record the decision on the candidate's checkpoint if it has one."""
+    """Decide, and record the decision on the candidate's checkpoint if it has one.
+    `current_tasks`: task id -> this machine's digests of it, to refuse runs of other contents."""
     with store.engine.connect() as conn:
         runs = {
             row.id: row
@@ -235,19 +293,23 @@ def gate(
                     "run, so the agent's code could have forced them); gate tamper-evident "
                     "runs (or set allow_unconfined in the rules)"
                 )
+        refusal = provenance_refusal({"candidate": candidate, "baseline": baseline}, current_tasks)
+        if refusal is not None:
+            raise GateError(refusal)
         coverage = _coverage(conn, candidate, baseline)
         _require(coverage, rules.min_coverage)
         comparison = queries.compare(conn, baseline_run_id, candidate_run_id, seed=rules.seed)
         detail = queries.run_detail(conn, candidate_run_id)
     same = candidate_run_id == baseline_run_id
-    regression = _regression(rules.max_regression, comparison, same)
-    checks = [regression, *_floors(rules, detail, price_unknown(candidate.warnings or []))]
+    rule = _rule(comparison, rules)
+    regression = _regression(rule, comparison, same)
+    floors = _floors(rules, detail, price_unknown(candidate.warnings or []))
+    checks = [_judged(coverage), regression, *floors]
     decision = _decide(checks)
     code = EXIT.get(decision, EXIT[rules.on_inconclusive])
     needed = None
     if regression.outcome == "inconclusive" and not same:
-        r = comparison.resolved
-        needed = stats.tasks_to_decide(r.difference, r.spread, rules.max_regression)
+        needed = stats.tasks_needed(rule.sd, rules.max_regression, rules.alpha)
     result = GateDecision(
         candidate=candidate_run_id,
         baseline=baseline_run_id,
@@ -257,6 +319,7 @@ def gate(
         comparison=comparison,
         coverage=coverage,
         tasks_needed=needed,
+        rule=rule,
         rules=rules,
     )
     if candidate.checkpoint_id:
@@ -277,15 +340,33 @@ def _planned(config: Any, recorded: set[tuple[str, int]]) -> set[tuple[str, int]
 
 def _coverage(conn: Connection, candidate: Any, baseline: Any) -> Coverage:
     keys: dict[str, set[tuple[str, int]]] = {candidate.id: set(), baseline.id: set()}
-    query = select(AttemptRow.run_id, AttemptRow.task_id, AttemptRow.epoch).where(
-        AttemptRow.run_id.in_(list(keys))
-    )
-    for run_id, task_id, epoch in conn.execute(query):
+    marks: dict[str, dict[tuple[str, int], tuple[bool, bool]]] = {key: {} for key in keys}
+    query = select(
+        AttemptRow.run_id,
+        AttemptRow.task_id,
+        AttemptRow.epoch,
+        AttemptRow.status,
+        AttemptRow.resolved,
+    ).where(AttemptRow.run_id.in_(list(keys)))
+    for run_id, task_id, epoch, status, resolved in conn.execute(query):
         keys[run_id].add((task_id, epoch))
+        marks[run_id][(task_id, epoch)] = (status == "error", bool(resolved))
     one, two = keys[candidate.id], keys[baseline.id]
+    shared = one & two
     planned = _planned(candidate.config, one) | _planned(baseline.config, two)
+
+    def count(run_id: str, which: int) -> int:
+        return sum(marks[run_id][key][which] for key in shared)
+
     return Coverage(
-        planned=len(planned), candidate=len(one), baseline=len(two), shared=len(one & two)
+        planned=len(planned),
+        candidate=len(one),
+        baseline=len(two),
+        shared=len(shared),
+        candidate_errors=count(candidate.id, 0),
+        baseline_errors=count(baseline.id, 0),
+        candidate_resolved=count(candidate.id, 1),
+        baseline_resolved=count(baseline.id, 1),
     )
 
 
@@ -360,32 +441,60 @@ def _floor(name: str, value: float | None, floor: float) -> Check:
     )
 
 
-def _regression(allowed: float, comparison: queries.Comparison, same: bool) -> Check:
-    paired = comparison.resolved
-    tied = f" (no task differs: {paired.n} tied tasks bound it)" if paired.degenerate else ""
-    if same:
-        outcome: Outcome = "inconclusive"
-        words = "candidate and baseline are the same run: nothing is compared"
-    elif paired.high < -allowed:
+def _rule(comparison: queries.Comparison, rules: GateRules) -> stats.NonInferiority:
+    """Non-inferiority over the shared tasks (each task's shared epochs averaged)."""
+    paired = comparison.resolved  # candidate - baseline per task; its spread is the tasks' sd
+    return stats.non_inferiority_of(
+        paired.n, -paired.difference, paired.spread, rules.max_regression, rules.alpha
+    )
+
+
+def _judged(coverage: Coverage) -> Check:
+    """Fail when a side judged nothing (every shared attempt an error) or neither resolved
+    anything: there is then nothing to compare, at any number of tasks."""
+    shared = coverage.shared
+    judged = (shared - coverage.candidate_errors, shared - coverage.baseline_errors)
+    words = (
+        f"errors: candidate {coverage.candidate_errors}, baseline {coverage.baseline_errors} "
+        f"of {shared} shared attempts (counted unresolved)"
+    )
+    if min(judged) == 0:
+        side = "candidate" if judged[0] == 0 else "baseline"
+        if judged == (0, 0):
+            side = "candidate and baseline"
+        outcome: Outcome = "fail"
+        words = f"nothing judged: every shared attempt of the {side} is an error; " + words
+    elif coverage.candidate_resolved == 0 and coverage.baseline_resolved == 0:
         outcome = "fail"
-        words = "significant regression beyond the allowed"
-    elif paired.low >= -allowed:
-        outcome = "pass"
-        words = "no worse than allowed" + tied
+        words = "nothing measured: neither run resolved any shared attempt; " + words
     else:
-        outcome = "inconclusive"
-        words = (
-            "too few tasks to tell" + tied
-            if paired.degenerate
-            else ("interval straddles the allowed regression")
-        )
+        outcome = "pass"
+    return Check(
+        name="judged", outcome=outcome, value=float(min(judged)), threshold=1.0, detail=words
+    )
+
+
+def _regression(rule: stats.NonInferiority, comparison: queries.Comparison, same: bool) -> Check:
+    paired = comparison.resolved
+    outcome: Outcome = "inconclusive" if same else rule.outcome
+    if same:
+        words = "candidate and baseline are the same run: nothing is compared"
+    elif outcome == "pass":
+        words = "no worse than the margin"
+    elif outcome == "fail":
+        words = "worse than the margin"
+    else:
+        words = "too few tasks to tell (see gate plan)"
+    level = 1 - rule.alpha
     return Check(
         name="max_regression",
         outcome=outcome,
-        value=paired.difference,
-        threshold=-allowed,
+        value=rule.regression,
+        threshold=rule.margin,
         detail=(
-            f"{words}: diff {paired.difference:+.3f}, 95% CI [{paired.low:+.3f}, "
-            f"{paired.high:+.3f}], paired p={comparison.mcnemar_p:.3g}"
+            f"{words}: regression (baseline - candidate) {rule.regression:+.3f} over "
+            f"{rule.n} tasks, one-sided {level:.1%} bounds [{rule.lower:+.3f}, "
+            f"{rule.upper:+.3f}], margin {rule.margin:.3f}; 95% CI of the difference "
+            f"[{paired.low:+.3f}, {paired.high:+.3f}], paired p={comparison.mcnemar_p:.3g}"
         ),
     )

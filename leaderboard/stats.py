@@ -1,10 +1,11 @@
 """Statistics for the leaderboard and the gate: pure functions of numbers, no I/O.
 
 - the unit of inference is the task: a run's rate or score is first averaged within each
-  task (or eval scenario) over its epochs, and its interval is `clustered_interval`, a Wilson
-  interval on the task-clustered effective sample size (Korn & Graubard 1998), so epochs of
-  one task are not counted as independent samples; it stays inside [0, 1] and, when every
-  task scored the same, is flagged `degenerate` and as wide as that many tasks allow;
+  task (or eval scenario) over its epochs, also when tasks have unequal epochs, and its
+  interval is `clustered_interval`, a continuity-corrected Wilson interval on the effective
+  sample size (Korn & Graubard 1998), never more than the number of tasks, so epochs of one
+  task are not counted as independent samples; it stays inside [0, 1] and, when every task
+  scored the same, is flagged `degenerate` and as wide as that many tasks allow;
 - `wilson_interval` (a rate over independent trials), `normal_interval` and
   `bootstrap_interval` (any score; the bootstrap resamples whatever items it is given);
 - `pass_at_k` (the unbiased estimator of Chen et al. 2021) and `best_of_k` over epochs;
@@ -13,8 +14,11 @@
   has one epoch); `paired_rate_difference`, a MOVER interval for a difference of rates that
   stays honest when few or no tasks differ (never [0, 0]); `paired_bootstrap` intervals
   that resample tasks, for unbounded measures (cost, latency);
-- `tasks_to_decide`: how many tasks a paired comparison would need to settle a margin (80%
-  power);
+- `non_inferiority`: the gate's rule, a t bound over tasks on the mean regression with the
+  variance of unseen outright losses at the margin added; `task_variance`, `disagreement`,
+  `difference_sd` and `tasks_needed`: how many tasks x epochs a decision at a margin needs
+  (`cursorbench gate plan`); `task_rate_intervals` and `non_inferiority_upper`: the same
+  figures for many simulated runs at once (numpy);
 - `ci_aware_ranks`: an entry's rank is 1 + the number of entries whose interval lies wholly
   above its own, so entries whose intervals overlap share a rank.
 
@@ -33,7 +37,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # numpy is imported where a bootstrap needs it: recording runs does not
     import numpy as np
@@ -99,43 +103,70 @@ class Interval:
 
 
 def clustered_interval(clusters: Sequence[Sequence[float]], level: float = 0.95) -> Interval:
-    """The mean of observations in [0, 1] grouped in clusters (a task's epochs), with a
-    Wilson interval on the effective sample size (Korn & Graubard 1998).
-
-    The estimate is the ratio mean (all observations weigh the same; with as many epochs per
-    task it is the mean of per-task means). Its variance is the between-cluster one (the
-    linearised ratio variance, n/(n-1) * sum((y_i - p m_i)^2) / M^2), the effective size is
-    p(1-p) / variance, capped at the observations, and shrunk by (z / t_{n-1})^2 for the few
-    clusters that estimate it. When the clusters do not vary (all 0, all 1, all equal) each
-    cluster counts as one trial and the interval is marked `degenerate`."""
+    """The mean over clusters (tasks) of each cluster's mean of observations in [0, 1] (a
+    task's epochs), with its interval: `clustered_totals`."""
     sizes = [len(values) for values in clusters if values]
     sums = [float(sum(values)) for values in clusters if values]
     return clustered_totals(sums, sizes, level)
 
 
 def clustered_totals(sums: Sequence[float], sizes: Sequence[int], level: float = 0.95) -> Interval:
-    """`clustered_interval` from each cluster's sum and its number of observations."""
+    """The mean of per-cluster means (each cluster's sum over its observations: a task's
+    epochs averaged first, so a task with more epochs weighs no more), with a Wilson score
+    interval with continuity correction on the effective sample size (Korn & Graubard 1998).
+
+    The effective size is p(1-p) / variance, the variance being that of the cluster means
+    over clusters (var / n), and it is never more than the number of clusters: the task is
+    the unit of inference, epochs only make each task's mean less noisy. The continuity
+    correction keeps the stated coverage at extreme rates on few tasks (Wilson's own dips
+    to ~0.94 there; `benchmarks/stats_simulation.py`). When every cluster has the same mean
+    (all 0, all 1, all equal) each counts as one trial and the interval is `degenerate`."""
     n, total = len(sizes), int(sum(sizes))
     if n == 0:
         return Interval(0.0, 0.0, 1.0, 0, 0, True)
-    p = min(1.0, max(0.0, sum(sums) / total))
-    spread = sum((y - p * m) ** 2 for y, m in zip(sums, sizes, strict=True))
-    variance = n / (n - 1) * spread / total**2 if n > 1 else 0.0
+    means = [y / m if m else 0.0 for y, m in zip(sums, sizes, strict=True)]
+    p = min(1.0, max(0.0, sum(means) / n))
+    spread = sum((value - p) ** 2 for value in means)
+    variance = spread / (n - 1) / n if n > 1 else 0.0
     degenerate = variance <= 1e-15 * max(p * (1 - p), 1e-300)
-    if degenerate or p * (1 - p) == 0:
-        effective = float(n)  # no spread was measured: each cluster is one trial
-    else:
-        effective = min(float(total), p * (1 - p) / variance)
-        effective *= (z_for(level) / t_for(level, n - 1)) ** 2
-    low, high = _wilson(p, effective, z_for(level))
+    effective = float(n)  # no spread measured, or more than the tasks would give: one per task
+    if not degenerate and p * (1 - p) > 0:
+        effective = min(effective, p * (1 - p) / variance)
+    low, high = wilson_corrected(p, effective, z_for(level))
     return Interval(p, low, high, n, total, degenerate)
 
 
-def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(max(0.0, p * (1 - p) / n + z * z / (4 * n * n))) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson_corrected(p: float, n: float, z: float) -> tuple[float, float]:
+    """The Wilson score interval with continuity correction (Newcombe 1998, method 4) for a
+    rate p over n (possibly effective, fractional) trials, inside [0, 1]."""
+    z2, centre, denominator = z * z, 2 * n * p + z * z, 2 * (n + z * z)
+    low_root = z2 - 2 - 1 / n + 4 * p * (n * (1 - p) + 1)
+    high_root = z2 + 2 - 1 / n + 4 * p * (n * (1 - p) - 1)
+    low = 0.0 if p <= 0 else (centre - 1 - z * math.sqrt(max(0.0, low_root))) / denominator
+    high = 1.0 if p >= 1 else (centre + 1 + z * math.sqrt(max(0.0, high_root))) / denominator
+    return max(0.0, min(low, p)), min(1.0, max(high, p))
+
+
+def task_rate_intervals(means: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, ...]:
+    """`clustered_totals` of many runs at once, for simulation: `means` is (runs x tasks) of
+    each task's mean over its epochs; returns (estimate, low, high), one per run."""
+    import numpy as np
+
+    n = means.shape[1]
+    p = np.clip(means.mean(axis=1), 0.0, 1.0)
+    variance = means.var(axis=1, ddof=1) / n if n > 1 else np.zeros(len(means))
+    measured = (variance > 1e-15 * np.maximum(p * (1 - p), 1e-300)) & (p * (1 - p) > 0)
+    ratio = np.divide(p * (1 - p), variance, out=np.full_like(p, float(n)), where=measured)
+    effective = np.minimum(float(n), ratio)
+    z = z_for(level)
+    z2, centre, denominator = z * z, 2 * effective * p + z * z, 2 * (effective + z * z)
+    low_root = z2 - 2 - 1 / effective + 4 * p * (effective * (1 - p) + 1)
+    high_root = z2 + 2 - 1 / effective + 4 * p * (effective * (1 - p) - 1)
+    low = (centre - 1 - z * np.sqrt(np.maximum(0.0, low_root))) / denominator
+    high = (centre + 1 + z * np.sqrt(np.maximum(0.0, high_root))) / denominator
+    low = np.where(p <= 0, 0.0, np.clip(np.minimum(low, p), 0.0, 1.0))
+    high = np.where(p >= 1, 1.0, np.clip(np.maximum(high, p), 0.0, 1.0))
+    return p, low, high
 
 
 def mean(values: Sequence[float]) -> float:
@@ -371,43 +402,203 @@ def _sign_flip_float(steps: list[int], observed: int) -> float:
     return min(1.0, float(distribution[np.abs(sums) >= observed].sum()))
 
 
-def tasks_to_decide(
-    difference: float, spread: float, margin: float, level: float = 0.95, power: float = 0.8
+@dataclass(frozen=True)
+class NonInferiority:
+    """The gate's rule on paired tasks: is the candidate worse than the baseline by less than
+    `margin`? `regression` is the mean over tasks of (baseline - candidate), each a task's
+    rate over its shared epochs; `upper` and `lower` its one-sided 1 - alpha bounds."""
+
+    n: int
+    regression: float
+    lower: float
+    upper: float
+    sd: float  # of the per-task differences
+    margin: float
+    alpha: float
+
+    @property
+    def outcome(self) -> Literal["pass", "fail", "inconclusive"]:
+        """`pass`: the regression's upper bound is below the margin; `fail`: its lower bound
+        is above it; else `inconclusive`."""
+        if self.upper < self.margin:
+            return "pass"
+        return "fail" if self.lower > self.margin else "inconclusive"
+
+
+def non_inferiority(
+    baseline: Sequence[float], candidate: Sequence[float], margin: float, alpha: float = 0.025
+) -> NonInferiority:
+    """Non-inferiority of paired per-task rates at `margin`: a t bound over tasks of the mean
+    regression, regression +- t_{1-alpha, n-1} * sqrt((sd^2 + margin (1 - margin)) / n).
+
+    The task is the unit (n tasks, n - 1 degrees of freedom, however many epochs). To the
+    observed variance of the per-task differences is added margin (1 - margin), the variance
+    of a regression of the margin's size made of tasks lost outright: a few such losses are
+    easily not seen at all (none of n with chance about (1 - margin)^n), and a t bound on the
+    observed spread alone then passes a real regression (4-5% of the time instead of 2.5% for
+    a high-scoring model at 30-57 tasks x 5 epochs; `benchmarks/stats_simulation.py`). So
+    nothing passes on fewer than about t^2 (1 - margin) / margin tasks (189 at a 2% margin,
+    alpha 2.5%), whatever the epochs. Fewer than two tasks decide nothing."""
+    if len(baseline) != len(candidate):
+        raise ValueError(f"paired samples differ in length: {len(baseline)} and {len(candidate)}")
+    deltas = [float(b) - float(c) for b, c in zip(baseline, candidate, strict=True)]
+    return non_inferiority_of(len(deltas), mean(deltas), _sd(deltas), margin, alpha)
+
+
+def non_inferiority_of(
+    n: int, regression: float, sd: float, margin: float, alpha: float = 0.025
+) -> NonInferiority:
+    """`non_inferiority` from the number of tasks, the mean and the sd of their differences."""
+    if not 0 < alpha < 0.5:
+        raise ValueError(f"alpha must be between 0 and 0.5, not {alpha}")
+    if n < 2:
+        return NonInferiority(n, regression, -1.0, 1.0, sd, margin, alpha)
+    half = t_for(1 - 2 * alpha, n - 1) * math.hypot(sd, _floor(margin)) / math.sqrt(n)
+    lower, upper = max(-1.0, regression - half), min(1.0, regression + half)
+    return NonInferiority(n, regression, lower, upper, sd, margin, alpha)
+
+
+def _floor(margin: float) -> float:
+    return math.sqrt(max(0.0, margin * (1 - margin)))
+
+
+def non_inferiority_upper(
+    regressions: np.ndarray, margin: float, alpha: float = 0.025
+) -> np.ndarray:
+    """`non_inferiority(...).upper` of many comparisons at once, for simulation:
+    `regressions` is (comparisons x tasks) of baseline - candidate per task."""
+    import numpy as np
+
+    n = regressions.shape[1]
+    if n < 2:
+        return np.ones(len(regressions))
+    sd = np.hypot(regressions.std(axis=1, ddof=1), _floor(margin))
+    half = t_for(1 - 2 * alpha, n - 1) * sd / math.sqrt(n)
+    upper: np.ndarray = np.minimum(1.0, regressions.mean(axis=1) + half)
+    return upper
+
+
+@dataclass(frozen=True)
+class TaskVariance:
+    """What one run says about how noisy a task's rate is (`task_variance`).
+
+    `within`: the mean over tasks of p_i (1 - p_i), a task's variance from one epoch to the
+    next; `within_upper`: its one-sided 90% upper bound (what plans use, so that a plan from
+    a small baseline errs toward more tasks); `between`: the variance of the tasks' true
+    rates (their difficulty)."""
+
+    tasks: int
+    epochs: float  # attempts per task, on average
+    rate: float  # the mean of the tasks' rates
+    within: float
+    within_upper: float
+    between: float
+    within_assumed: bool  # one epoch per task: within is taken as rate (1 - rate), the most
+
+
+PLAN_Z = 1.2816  # one-sided 90%: the upper bounds a plan takes of what it estimates
+
+
+def task_variance(resolved: Sequence[float], attempts: Sequence[int]) -> TaskVariance:
+    """From each task's resolved attempts and attempts. `within` is the unbiased
+    p(1 - p) k / (k - 1) averaged over the tasks with at least two epochs, its upper bound
+    that plus PLAN_Z standard errors; with no such task it cannot be told from difficulty, and
+    is taken as rate (1 - rate) (every task as hard as the mean: the noisiest), its upper
+    bound at the end of the rate's 80% interval nearer 1/2."""
+    pairs = [(y / k, k) for y, k in zip(resolved, attempts, strict=True) if k > 0]
+    if not pairs:
+        return TaskVariance(0, 0.0, 0.0, 0.25, 0.25, 0.0, True)
+    rates = [r for r, _ in pairs]
+    rate = mean(rates)
+    repeated = [r * (1 - r) * k / (k - 1) for r, k in pairs if k > 1]
+    assumed = not repeated
+    if assumed:
+        within = rate * (1 - rate)
+        low, high = wilson_interval(round(rate * len(rates)), len(rates), 0.8)
+        nearest = min(max(0.5, low), high)
+        upper = nearest * (1 - nearest)
+    else:
+        within = mean(repeated)
+        spread = PLAN_Z * _sd(repeated) / math.sqrt(len(repeated))
+        upper = max(within, min(0.25, within + spread))
+    noise = mean([within / k for _, k in pairs])
+    total = _sd(rates) ** 2 if len(rates) > 1 else 0.0
+    between = 0.0 if assumed else max(0.0, total - noise)
+    epochs = mean([float(k) for _, k in pairs])
+    return TaskVariance(len(pairs), epochs, rate, within, upper, between, assumed)
+
+
+def disagreement(
+    baseline: Sequence[float], candidate: Sequence[float], epochs: Sequence[int],
+    within: float,
+) -> float:  # fmt: skip
+    """The variance of two runs' true per-task differences (the tasks one model does better
+    than the other, beyond epoch noise): var(d_i) - 2 within / k, never below 0."""
+    deltas = [float(b) - float(c) for b, c in zip(baseline, candidate, strict=True)]
+    if len(deltas) < 2:
+        return 0.0
+    noise = mean([2 * within / k for k in epochs])
+    return max(0.0, _sd(deltas) ** 2 - noise)
+
+
+def difference_sd(within: float, disagree: float, epochs: int) -> float:
+    """The sd of a per-task difference between two runs of `epochs` epochs each."""
+    return math.sqrt(max(0.0, disagree + 2 * within / epochs))
+
+
+def tasks_needed(
+    sd: float, margin: float, alpha: float = 0.025, power: float = 0.8, limit: int = 10**7
 ) -> int | None:
-    """About how many paired tasks a comparison needs for its interval to clear `-margin`
-    with probability `power`, if the mean difference and the per-task standard deviation
-    are what was observed: ceil(((z_level + z_power) * spread / distance)^2), the normal
-    approximation's sample size. With no spread (no task differed) it is the number of tied
-    tasks whose `paired_rate_difference` lies within the margin, z^2 (1 - margin) / margin
-    (189 for 2%). None when the difference sits on the margin (no number of tasks decides)."""
-    z = z_for(level)
-    if spread <= 0:
-        return math.ceil(z * z * (1 - margin) / margin) if margin > 0 else None
-    distance = abs(difference + margin)
-    if distance < 1e-12:
+    """The fewest tasks for which a candidate as good as its baseline passes `non_inferiority`
+    at `margin` with chance `power`, when the per-task differences have standard deviation
+    `sd`: the least n with sqrt(n) margin >= t_{1-alpha, n-1} sqrt(sd^2 + margin (1 - margin))
+    + z_power sd
+    (normal approximation; `benchmarks/stats_simulation.py` checks it). None at margin 0 (an
+    equal candidate is never shown better than its baseline) or past `limit`."""
+    if margin <= 0:
         return None
     beta = NormalDist().inv_cdf(power)
-    return math.ceil(((z + beta) * spread / distance) ** 2)
+    z = NormalDist().inv_cdf(1 - alpha)
+    wide = math.hypot(sd, _floor(margin))
+    n = max(2, math.ceil(((z * wide + beta * sd) / margin) ** 2))
+    while math.sqrt(n) * margin < t_for(1 - 2 * alpha, n - 1) * wide + beta * sd:
+        n += max(1, n // 200)
+        if n > limit:
+            return None
+    return n
+
+
+def smallest_margin(
+    tasks: int, sd_at: float, alpha: float = 0.025, power: float = 0.8
+) -> float:  # fmt: skip
+    """The smallest margin `tasks` tasks decide with `power` (inverse of `tasks_needed`)."""
+    if tasks < 2:
+        return 1.0
+    low, high = 1e-6, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        needed = tasks_needed(sd_at, middle, alpha, power, limit=tasks)
+        low, high = (low, middle) if needed is not None and needed <= tasks else (middle, high)
+    return high
 
 
 def paired_rate_difference(
     first: Sequence[float],
     second: Sequence[float],
     level: float = 0.95,
-    epochs: Sequence[int] | None = None,
 ) -> PairedDifference:
     """Mean of (second - first) over paired tasks, each value a task's rate in [0, 1] (its
     epochs averaged), with a MOVER interval (Newcombe 1998; Zou & Donner 2008).
 
     The difference is split into what was gained and what was lost, g_i = max(d_i, 0) and
     l_i = max(-d_i, 0) (a task is one or the other); each share gets its task-clustered Wilson
-    interval (`clustered_totals`), and the two are recombined with their correlation r:
+    interval over tasks (`clustered_totals`, its effective size
+    at most the tasks), and the two are recombined with their correlation r:
     low = d - sqrt((g - g_low)^2 + (l_high - l)^2 - 2 r (g - g_low)(l_high - l)), and high
     likewise. Because a share seen as 0 of n still has a Wilson upper end of about z^2/n,
     one-sided or absent discordance is not read as certainty: with no task differing the
     interval is about +-3.84/(n + 3.84) (`degenerate`), with one task gained of ten it still
-    reaches well below 0. `epochs`: the attempts behind each task's rates (1 each if not
-    given), which bound each share's effective sample size."""
+    reaches well below 0. Epochs never narrow it beyond what that many tasks allow."""
     if len(first) != len(second):
         raise ValueError(f"paired samples differ in length: {len(first)} and {len(second)}")
     n = len(first)
@@ -416,9 +607,8 @@ def paired_rate_difference(
     deltas = [float(b) - float(a) for a, b in zip(first, second, strict=True)]
     gained = [max(d, 0.0) for d in deltas]
     lost = [max(-d, 0.0) for d in deltas]
-    sizes = list(epochs) if epochs is not None else [1] * n
-    g = clustered_totals([x * m for x, m in zip(gained, sizes, strict=True)], sizes, level)
-    loss = clustered_totals([x * m for x, m in zip(lost, sizes, strict=True)], sizes, level)
+    g = clustered_totals(gained, [1] * n, level)
+    loss = clustered_totals(lost, [1] * n, level)
     r = _correlation(gained, lost)
     difference = g.estimate - loss.estimate
     down = _mover(g.estimate - g.low, loss.high - loss.estimate, r)
@@ -436,6 +626,11 @@ def paired_rate_difference(
 
 def _mover(one: float, two: float, r: float) -> float:
     return math.sqrt(max(0.0, one * one + two * two - 2 * r * one * two))
+
+
+def sd(values: Sequence[float]) -> float:
+    """The sample standard deviation (n - 1); 0 for fewer than two values."""
+    return _sd(values)
 
 
 def _sd(values: Sequence[float]) -> float:

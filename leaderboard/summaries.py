@@ -6,8 +6,9 @@ instead of every attempt. `live(conn, run_ids)` computes the same figures for ru
 finished yet; `extras(conn, run_ids)` what the summary row has no column for (coverage of the
 planned attempts, whether the cost is known, cost and tokens per task).
 
-Every figure is over all of a run's attempts, and every interval is clustered by task (each
-task's epochs are one cluster: `stats.clustered_totals`), inside [0, 1]. `tests_passed` is the
+Every figure is over all of a run's attempts; every rate and mean is over tasks (each task's
+epochs averaged first, so unequal epochs do not weigh tasks unequally) with an interval
+clustered by task (`stats.clustered_totals`), inside [0, 1]. `tests_passed` is the
 share of an attempt's tests that passed, an attempt that never reached its tests (an empty
 diff, a timeout, an error) counting as 0, so skipping the hard tasks cannot raise it; only a
 resolved attempt with no tests at all (a kind graded otherwise) is left out of it. Evals

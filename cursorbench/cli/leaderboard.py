@@ -53,6 +53,7 @@ EXPORT_FORMATS = (
 )  # leaderboard.transfer's; a test checks
 
 runs_app = typer.Typer(no_args_is_help=True, help="List, show, compare, export runs in the store.")
+gate_app = typer.Typer()  # `gate --candidate --baseline` decides; `gate plan` sizes runs
 
 
 def register(app: typer.Typer) -> None:
@@ -61,7 +62,9 @@ def register(app: typer.Typer) -> None:
     runs_app.command("verify")(verify_command)
     app.add_typer(runs_app, name="runs")
     app.add_typer(db_app, name="db")
-    app.command("gate")(gate_command)
+    gate_app.callback(invoke_without_command=True)(gate_command)
+    gate_app.command("plan")(gate_plan_command)
+    app.add_typer(gate_app, name="gate")
     app.command("dashboard")(dashboard_command)
 
 
@@ -140,7 +143,8 @@ def runs_list(
     if unranked:
         console.print(
             f"not ranked: {len(unranked)} run(s) made unconfined (--sandbox subprocess), "
-            "which could read the answers, or with verdicts that are not tamper-evident"
+            "which could read the answers, or with verdicts that are not tamper-evident, or "
+            "imported unverified (runs import --unverified)"
         )
         console.print(_leader_table(unranked, more, short))
 
@@ -166,6 +170,8 @@ def _leader_table(rows: list[Any], more: dict[str, dict], short: dict[str, str])
             notes.append(f"{row.tampering} tampering")
         if not row.tamper_evident:
             notes.append("not tamper-evident")
+        if not row.verified:
+            notes.append("unverified")
         table.add_row(
             str(row.rank) if row.rankable else "-",
             short[row.run_id],
@@ -369,13 +375,14 @@ def runs_import(
     verify: Annotated[
         bool,
         typer.Option(
-            "--verify",
-            help="Import only folders whose verdicts `runs verify` re-derives (replayed here); "
-            "the others are named and left out, exit 1.",
+            "--verify/--unverified",
+            help="Import only folders `runs verify` verifies (sealed, complete as planned, "
+            "verdicts replayed here); the others are named and left out, exit 1. "
+            "--unverified: import without replaying, marked unverified: never gated or ranked.",
         ),
-    ] = False,
+    ] = True,
 ) -> None:
-    """Load run folders into the store (idempotent)."""
+    """Load run folders into the store (idempotent), each verified first unless --unverified."""
     import tempfile
 
     from cursorbench.verify import verify_run
@@ -394,8 +401,9 @@ def runs_import(
                     why = f"{first.where} {first.field}" if first else "not every attempt replayed"
                     print(f"error: {folder}: not verified ({why}); not imported", file=sys.stderr)
                     continue
-            run_id, count = import_run_dir(store, folder, with_trajectories)
-            console.print(f"{folder}: run {run_id}, {count} attempts")
+            run_id, count = import_run_dir(store, folder, with_trajectories, not verify)
+            marked = "" if verify else " (unverified: not gated or ranked)"
+            console.print(f"{folder}: run {run_id}, {count} attempts{marked}")
     finally:
         store.close()
     if refused:
@@ -426,9 +434,17 @@ def runs_checkpoint(
 
 
 def gate_command(
-    candidate: Annotated[str, typer.Option(help="Run id of the candidate.")],
-    baseline: Annotated[str, typer.Option(help="Run id of the baseline.")],
+    ctx: typer.Context,
+    candidate: Annotated[str | None, typer.Option(help="Run id of the candidate.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Run id of the baseline.")] = None,
     rules: Annotated[Path | None, typer.Option(help="Rules file (YAML or JSON).")] = None,
+    margin: Annotated[
+        float | None,
+        typer.Option(help="Non-inferiority margin (overrides the rules' max_regression)."),
+    ] = None,
+    alpha: Annotated[
+        float | None, typer.Option(help="One-sided error rate (overrides the rules' alpha).")
+    ] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write the summary here.")] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write JSON here.")] = None,
     link: Annotated[
@@ -439,18 +455,27 @@ def gate_command(
 ) -> None:
     """Is the candidate at least as good as the baseline? Exit 0 pass, 1 fail (and
     inconclusive unless the rules say otherwise), 2 error (unknown runs, runs that do not
-    cover the same tasks x epochs of one suite version, bad rules). Prints a Markdown summary
-    (also appended to $GITHUB_STEP_SUMMARY when set)."""
-    from leaderboard.gate import gate, load_rules
+    cover the same tasks x epochs of one suite version, runs imported unverified or run on
+    task contents other than each other's or this machine's, bad rules). Prints a Markdown summary
+    (also appended to $GITHUB_STEP_SUMMARY when set). It passes only if the one-sided upper
+    bound of (baseline - candidate) over tasks is below the margin; `gate plan` says how many
+    tasks x epochs that needs."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from leaderboard.gate import gate, load_rules, override
 
     caught: tuple[type[Exception], ...] = (*known_errors(), OSError)
+    if candidate is None or baseline is None:
+        print("error: gate needs --candidate and --baseline (or: gate plan)", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT)
     try:
-        decision_rules = load_rules(rules)
+        decision_rules = override(load_rules(rules), margin, alpha)
         store = _reader(db)
         try:
             with store.engine.connect() as conn:
                 candidate, baseline = _resolve(conn, candidate), _resolve(conn, baseline)
-            decision = gate(candidate, baseline, decision_rules, store)
+                current = _current_tasks(conn, [candidate, baseline])
+            decision = gate(candidate, baseline, decision_rules, store, current)
         finally:
             store.close()
         text = decision.to_markdown(link)
@@ -466,6 +491,55 @@ def gate_command(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     print(text, end="")
     raise typer.Exit(decision.exit_code)
+
+
+def gate_plan_command(
+    baseline: Annotated[str, typer.Option(help="Run id of the baseline to plan from.")],
+    margin: Annotated[float, typer.Option(help="The non-inferiority margin to decide.")],
+    alpha: Annotated[float, typer.Option(help="One-sided error rate.")] = 0.025,
+    power: Annotated[float, typer.Option(help="Chance an equal candidate passes.")] = 0.8,
+    candidate: Annotated[
+        str | None,
+        typer.Option(help="A second run: the paired correlation is measured, not assumed."),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """How many tasks x epochs a gate decision at MARGIN needs: from the baseline's per-task
+    variance (and the pair's correlation with --candidate, else a stated assumption), the
+    tasks an equal candidate needs to pass with the given power, for 1-5 epochs. Exit 2 on
+    bad input."""
+    from leaderboard.planning import plan
+
+    caught: tuple[type[Exception], ...] = (*known_errors(), ValueError)
+    try:
+        store = _reader(db)
+        try:
+            with store.engine.connect() as conn:
+                baseline = _resolve(conn, baseline)
+                candidate = _resolve(conn, candidate) if candidate else None
+                found = plan(conn, baseline, margin, alpha, power, candidate)
+        finally:
+            store.close()
+    except caught as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if as_json:
+        _print_json(found.model_dump())
+    else:
+        print(found.to_text(), end="")
+
+
+def _current_tasks(conn: Any, run_ids: list[str]) -> dict[str, set[str]]:
+    """This machine's digests of the runs' tasks (by id), for the gate to compare."""
+    from sqlalchemy import select
+
+    from cursorbench.verify import current_digests
+    from leaderboard.provenance import task_digests
+    from leaderboard.schema import RunRow
+
+    configs = conn.execute(select(RunRow.config).where(RunRow.id.in_(run_ids))).scalars()
+    return current_digests({task for config in configs for task in task_digests(config)})
 
 
 @one_line_errors

@@ -58,8 +58,9 @@ def fill_store(tmp: Path, db_url: str, fill: Any) -> dict[str, str]:
         }
         fill(store, run_id, better, model="policy", cost=step / 1000)
         checkpoint = store.attach_checkpoint(run_id, "train-a", step, tokens_seen=step * 10**6)
-        # 30 tasks: 2 gained and none lost cannot rule out a 2% regression, but do 6%
-        rules = GateRules(max_regression=0.06)
+        # 30 tasks: 2 gained and none lost cannot rule out a 2% regression, but do 7%;
+        # 8 lost exceed 7% (the rule's bounds: +0.068 and +0.074)
+        rules = GateRules(max_regression=0.07)
         if step == 100 or gate(run_id, "ckpt-100", rules, store).exit_code == 0:
             store.promote_checkpoint(checkpoint)
     tampered = {t: [ok] for t, [ok] in tasks.items()}

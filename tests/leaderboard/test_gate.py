@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 
 from harness.model.pricing import unknown_price_warning
 from harness.results import NOT_TAMPER_EVIDENT
-from leaderboard import SqlStore
+from leaderboard import SqlStore, stats
 from leaderboard.gate import GateError, GateRules, gate, load_rules
 from leaderboard.schema import CheckpointRow, RunRow
 
@@ -45,16 +45,19 @@ def test_a_candidate_identical_to_its_baseline_on_40_tasks_is_inconclusive(
     assert (decision.decision, decision.exit_code) == ("inconclusive", 1)
     c = decision.comparison
     assert (c.first_only, c.second_only, c.mcnemar_p) == (0, 0, 1.0)
-    # 40 tied tasks bound the difference to +-8.8%, wider than the 2% allowed: not [0, 0]
-    z2 = 1.959964**2
+    # 40 tied tasks: the rule's bound is t_39 * sqrt(0.02 * 0.98 / 40) = 0.045, above the
+    # 2% margin (tasks lost outright at 2% are easily not seen on 40 tasks); not [0, 0]
     assert c.resolved.difference == 0.0 and c.resolved.degenerate
-    assert c.resolved.high == pytest.approx(z2 / (40 + z2)) and c.resolved.low == -c.resolved.high
-    assert decision.tasks_needed == 189  # tied tasks that bound it within 2%
-    assert "about 189 tasks would decide" in decision.to_markdown()
-    noisy = flipped(lose=2, gain=1)  # -1/40, spread 0.27: ((1.96 + 0.84) * 0.27 / 0.005)^2
+    assert c.resolved.high > 0.08 and c.resolved.low == -c.resolved.high
+    rule = decision.rule
+    assert rule is not None and (rule.n, rule.regression, rule.sd) == (40, 0.0, 0.0)
+    assert rule.upper == pytest.approx(stats.t_for(0.95, 39) * (0.0196 / 40) ** 0.5)
+    assert decision.tasks_needed == stats.tasks_needed(0.0, 0.02) == 191
+    assert "about 191 tasks at these epochs would decide" in decision.to_markdown()
+    noisy = flipped(lose=2, gain=1)  # spread 0.27: ((1.96 * 0.31 + 0.84 * 0.27) / 0.02)^2
     fill(store, "noisy", noisy)
     needed = gate("noisy", "base", GateRules(), store).tasks_needed
-    assert needed is not None and 20_000 < needed < 25_000
+    assert needed is not None and 1_500 < needed < 2_500
 
 
 def test_ties_on_enough_tasks_pass(sqlite_store: SqlStore, fill: Any) -> None:
@@ -65,25 +68,26 @@ def test_ties_on_enough_tasks_pass(sqlite_store: SqlStore, fill: Any) -> None:
     decision = gate("same", "base", GateRules(), sqlite_store)
 
     assert (decision.decision, decision.exit_code) == ("pass", 0)
-    assert -0.02 < decision.comparison.resolved.low < 0
+    assert decision.rule is not None and 0 < decision.rule.upper < 0.02
 
 
 def test_a_run_gated_against_itself_is_inconclusive(store: SqlStore) -> None:
     decision = gate("base", "base", GateRules(max_regression=0.5), store)
 
     assert (decision.decision, decision.exit_code) == ("inconclusive", 1)
-    assert "same run" in decision.checks[0].detail
+    assert "same run" in decision.checks[1].detail
 
 
-def test_two_runs_that_solve_nothing_are_inconclusive(sqlite_store: SqlStore, fill: Any) -> None:
+def test_two_runs_that_solve_nothing_fail(sqlite_store: SqlStore, fill: Any) -> None:
     # the measured fault: 13 tied pairs at 0 gave [0, 0] and a pass
     nothing = {f"t{i:02d}": [False] for i in range(13)}
     fill(sqlite_store, "zero-a", nothing)
     fill(sqlite_store, "zero-b", nothing)
 
-    decision = gate("zero-b", "zero-a", GateRules(), sqlite_store)
+    decision = gate("zero-b", "zero-a", GateRules(on_inconclusive="pass"), sqlite_store)
 
-    assert (decision.decision, decision.exit_code) == ("inconclusive", 1)
+    assert (decision.decision, decision.exit_code) == ("fail", 1)
+    assert decision.checks[0].name == "judged" and "nothing measured" in decision.checks[0].detail
     assert decision.comparison.resolved.low < -0.2
     assert decision.comparison.second_rate.high > 0.2  # 0 of 13 tasks is not "0% for sure"
     assert decision.comparison.second_rate.degenerate
@@ -152,7 +156,9 @@ def test_the_markdown_names_models_rates_flips_and_links(store: SqlStore, fill: 
         in text
     )
     assert "Tasks gained (1): [`task-30` 0.00 → 1.00]" in text
-    assert "tasks would decide" in text
+    assert "tasks at these epochs would decide" in text and "gate plan" in text
+    assert "Errors (not judged, counted unresolved): candidate 0, baseline 0 of 40" in text
+    assert "Rule: pass only if the one-sided 97.5% upper bound" in text
 
 
 def test_an_unknown_price_fails_the_cost_ceiling(store: SqlStore, fill: Any) -> None:
@@ -214,6 +220,7 @@ def test_floors_and_cost_ceiling(store: SqlStore, fill: Any) -> None:
 
     outcomes = {check.name: check.outcome for check in decision.checks}
     assert outcomes == {
+        "judged": "pass",
         "max_regression": "pass",
         "min_resolved_rate": "fail",  # 0.75 < 0.8
         "eval resolved": "pass",

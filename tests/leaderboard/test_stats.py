@@ -129,15 +129,16 @@ def test_identical_rates_get_the_tied_tasks_width_not_zero(values: list[float]) 
 
 
 def test_tied_tasks_bound_the_difference_by_the_wilson_width() -> None:
-    # 13 tied tasks (two runs that both solve nothing): +-22.8%, not [0, 0]
-    z2 = stats.z_for(0.95) ** 2
+    # 13 tied tasks (two runs that both solve nothing): the continuity-corrected Wilson
+    # upper end of 0 of 13, not [0, 0]
     tied = stats.paired_rate_difference([0.0] * 13, [0.0] * 13)
-    assert tied.high == pytest.approx(z2 / (13 + z2)) and tied.low == -tied.high
-    needed = stats.tasks_to_decide(0.0, 0.0, 0.02)
-    assert needed == 189
+    assert tied.high == pytest.approx(stats.wilson_corrected(0.0, 13, stats.z_for(0.95))[1])
+    assert tied.low == -tied.high and tied.high > 0.25
+    needed = stats.tasks_needed(0.0, 0.02)
+    assert needed == 191  # the rule's bound on tied tasks: t * sqrt(0.02 * 0.98 / n) < 0.02
     for n, inside in ((needed, True), (needed - 1, False)):
-        low = stats.paired_rate_difference([1.0] * n, [1.0] * n).low
-        assert (low >= -0.02) is inside
+        rule = stats.non_inferiority([1.0] * n, [1.0] * n, 0.02)
+        assert (rule.outcome == "pass") is inside
 
 
 def test_one_sided_discordance_is_not_certainty() -> None:
@@ -158,7 +159,7 @@ def test_the_rate_difference_contains_its_estimate_inside_minus_1_1(
     pairs: list[tuple[float, float]], epochs: int
 ) -> None:
     first, second = [a for a, _ in pairs], [b for _, b in pairs]
-    paired = stats.paired_rate_difference(first, second, epochs=[epochs] * len(pairs))
+    paired = stats.paired_rate_difference(first, second)
     assert -1.0 <= paired.low <= paired.difference + 1e-12
     assert paired.difference - 1e-12 <= paired.high <= 1.0
     assert paired.low < paired.high
@@ -171,12 +172,13 @@ def test_clustered_interval_hand_values() -> None:
     assert rate.estimate == pytest.approx(10 / 13) and not rate.degenerate
     assert (rate.clusters, rate.n) == (13, 39)
     assert rate.low < stats.wilson_interval(10, 13)[0] < stats.wilson_interval(30, 39)[0]
-    # with one epoch and 0/1 outcomes it is the Wilson interval over tasks, t-adjusted: wider
+    # with one epoch and 0/1 outcomes it is the continuity-corrected Wilson over tasks: wider
     one = stats.clustered_interval([[1]] * 10 + [[0]] * 3)
     assert one.low < stats.wilson_interval(10, 13)[0]
     # every task alike: degenerate, each task one trial, never [0, 0]
     none = stats.clustered_interval([[0, 0, 0]] * 13)
-    assert none.degenerate and (none.low, none.high) == stats.wilson_interval(0, 13)
+    z = stats.z_for(0.95)
+    assert none.degenerate and (none.low, none.high) == stats.wilson_corrected(0.0, 13, z)
     assert stats.clustered_interval([]).degenerate
 
 
@@ -214,12 +216,16 @@ def test_the_exact_sign_flip_test_with_epochs_matches_enumeration() -> None:
     assert stats.sign_flip_p([0.0, 0.0]) == 1.0
 
 
-def test_tasks_to_decide() -> None:
-    # spread 0.2 per task, observed -1%, margin 2%, 80% power:
-    # ((1.95996 + 0.84162) * 0.2 / 0.01)^2 = 3139.5 tasks
-    assert stats.tasks_to_decide(-0.01, 0.2, 0.02) == 3140
-    assert stats.tasks_to_decide(-0.01, 0.2, 0.02, power=0.5) == 1537  # the interval alone
-    assert stats.tasks_to_decide(-0.02, 0.2, 0.02) is None  # on the margin
+def test_tasks_needed() -> None:
+    # spread 0.2 per task, margin 2%, alpha 2.5%, 80% power: about
+    # ((1.96 * sqrt(0.04 + 0.0196) + 0.8416 * 0.2) / 0.02)^2 = 1047 tasks (t adds a few)
+    needed = stats.tasks_needed(0.2, 0.02)
+    assert needed is not None and 1047 <= needed <= 1060
+    n = needed
+    assert n**0.5 * 0.02 >= stats.t_for(0.95, n - 1) * (0.04 + 0.0196) ** 0.5 + 0.8416 * 0.2
+    half = stats.tasks_needed(0.2, 0.02, power=0.5)  # the bound alone
+    assert half is not None and half < needed
+    assert stats.tasks_needed(0.2, 0.0) is None  # an equal candidate never beats margin 0
 
 
 @given(

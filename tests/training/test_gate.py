@@ -62,8 +62,8 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
     folder.mkdir()
     for name in ("fresh", "trained"):
         shutil.copytree(checkpoints[name], folder / checkpoints[name].name)
-    # one task that neither checkpoint solves says nothing either way (inconclusive); the rule
-    # promotes such a checkpoint anyway, so the chain of baselines goes on
+    # one task that neither checkpoint solves measures nothing: the gate fails it even with
+    # on_inconclusive: pass (nothing resolved on either side), so step 0 stays the best
     rules = GateRules(on_inconclusive="pass")
     config = GateConfig(tasks=["textkit-slugify"], max_tokens=16, context_length=4096, rules=rules)
     runs_dir = tmp_path / "gate-runs"
@@ -73,9 +73,9 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
         first = gate.gate_folder(folder)
     assert [(v.step, v.decision, v.promoted) for v in first] == [
         (0, "baseline", True),
-        (200, "inconclusive", True),  # neither solves the one task: promoted by the rule
+        (200, "fail", False),  # neither solves the one task: nothing measured, not promoted
     ]
-    assert [v.best_step for v in first] == [0, 200] and all(v.evaluated_now for v in first)
+    assert [v.best_step for v in first] == [0, 0] and all(v.evaluated_now for v in first)
     assert first[1].baseline_step == 0 and "gate step 200" in lines[-1]
 
     engine = create_engine(pg_url)
@@ -98,10 +98,10 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
         best = gate.best()
     assert [(v.step, v.decision, v.evaluated_now) for v in again] == [
         (0, "baseline", False),
-        (200, "inconclusive", False),  # gated again from its recorded run, not re-run
-        (300, "inconclusive", True),
+        (200, "fail", False),  # gated again from its recorded run, not re-run
+        (300, "fail", True),
     ]
-    assert best is not None and best.step == 300 and best.path == str(folder / "step-00000300")
+    assert best is not None and best.step == 0
     assert any("discarded an unfinished evaluation" in line for line in lines)
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(RunRow)) == runs_before + 1
@@ -112,8 +112,8 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
     rows = sorted(json.loads(listed.stdout), key=lambda row: row["step"])
     assert [(r["training_run"], r["step"], r["gate_decision"], r["promoted"]) for r in rows] == [
         ("toy-run", 0, "baseline", True),
-        ("toy-run", 200, "inconclusive", True),
-        ("toy-run", 300, "inconclusive", True),
+        ("toy-run", 200, "fail", False),
+        ("toy-run", 300, "fail", False),
     ]
 
     # the watcher over the same folder: everything is recorded, so it only reads back
@@ -126,13 +126,13 @@ def test_checkpoints_are_gated_once_and_the_best_survives_a_restart(
     )  # fmt: skip
     assert watched.returncode == 0, watched.stderr
     assert watched.stdout.count("(recorded earlier)") == 3
-    assert "best checkpoint: step 300" in watched.stdout
+    assert "best checkpoint: step 0" in watched.stdout
     status = subprocess.run(
         [sys.executable, "-m", "training.gate", "status", "--db", pg_url,
          "--training-run", "toy-run", "--json"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert json.loads(status.stdout)["best_step"] == 300
+    assert json.loads(status.stdout)["best_step"] == 0
 
 
 def test_gate_configs_and_bad_input_are_refused_in_one_line(tmp_path: Path) -> None:
