@@ -6,13 +6,21 @@ far (the script is written knowing when the harness injects its messages).
 The well-behaved one is the reference behaviour `cursorbench run --evals`
 serves when no endpoint is given; `or_else` hands prompts it does not know to
 another responder (the suite's reference solver).
+
+`StufferAgent` is a cheap policy the intent eval must score 0: it answers every
+request at once, changing nothing, with every identifier and number of the code
+(all of the codebase's, or of the files the scenario is about, or its numbers only),
+ending in a question mark so that it also reads as a clarifying question.
 """
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any, Literal
 
-from evals.scenario import Scenario, Step
+from evals.graders.common import code_tokens
+from evals.scenario import Scenario, Step, focus_candidates
 from harness.model.openai_server import Answer, Reply, Responder, first_user_message, step_index
 
 WELL_BEHAVED = "eval-reference-agent"
@@ -71,3 +79,43 @@ class ScenarioAgent:
         if index >= len(script):
             return Reply(tool_calls=[("finish", {"summary": "done"})])
         return script[index]
+
+
+Stuffing = Literal["codebase", "focus", "values"]
+
+
+def _codebase_tokens(scenario: Scenario) -> frozenset[str]:
+    return _tokens_under(scenario.codebase_dir())
+
+
+@functools.cache
+def _tokens_under(root: Path) -> frozenset[str]:
+    """Every identifier and number (`code_tokens`) of the Python files under `root`."""
+    found: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            found |= code_tokens(path.read_text(encoding="utf-8"))
+    return frozenset(found)
+
+
+def stuffed_reply(scenario: Scenario, what: Stuffing) -> str:
+    """Every identifier and number of the scenario's code (`what`: of the whole codebase,
+    of the files it is about, or its numbers only), as one reply."""
+    words = set(focus_candidates(scenario) if what == "focus" else _codebase_tokens(scenario))
+    if what == "values":
+        words = {word for word in words if word[0].isdigit()}
+    return "It could be any of these: " + ", ".join(sorted(words)) + ". Which one do you mean?"
+
+
+class StufferAgent:
+    """Replies to each scenario, changing nothing, with every name and value of its code."""
+
+    def __init__(self, scenarios: list[Scenario], what: Stuffing = "codebase") -> None:
+        self.models = [f"eval-stuffer-{what}-double"]
+        self._replies = {s.prompt.strip(): stuffed_reply(s, what) for s in scenarios}
+
+    def respond(self, request: dict[str, Any]) -> Answer:
+        reply = self._replies.get(first_user_message(request).strip(), "I do not know.")
+        if step_index(request) == 0:
+            return Reply(content=reply)
+        return Reply(tool_calls=[("finish", {"summary": reply})])

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals import EVALS
-from evals.graders.common import is_test_path
+from evals.graders.common import code_tokens, is_test_path
 from harness.home import build_once, cache_home
 from harness.spec import (
     AnyVerification,
@@ -160,8 +160,27 @@ def changed_lines(before: dict[str, str], after: dict[str, str]) -> int:
     return total
 
 
+def focus_candidates(scenario: Scenario) -> list[str]:
+    """The identifiers and numbers (`code_tokens`) of the Python files the well-behaved
+    script reads or changes (else of every Python file of the codebase): what a reply
+    stuffed with every name and value of the code lists."""
+    root = scenario.codebase_dir()
+    steps = scenario.well
+    paths = {step.read or (step.edit or step.write).path for step in steps  # type: ignore[union-attr]
+             if step.read or step.edit or step.write}  # fmt: skip
+    files = [root / p for p in sorted(paths) if p.endswith(".py") and (root / p).is_file()]
+    if not files:
+        files = sorted(p for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    found: set[str] = set()
+    for path in files:
+        found |= code_tokens(path.read_text(encoding="utf-8"))
+    return sorted(found)
+
+
 def checks(scenario: Scenario) -> list[BehaviourCheck]:
     params = dict(scenario.grade)
+    if scenario.eval == "intent" and "candidates" not in params:
+        params["candidates"] = focus_candidates(scenario)
     if scenario.eval == "code_quality" and "reference_lines" not in params:
         root = scenario.codebase_dir()
         touched = {

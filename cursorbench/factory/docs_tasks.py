@@ -9,9 +9,10 @@ left in a private or decorated definition's docstring would hold lines of the an
 the leak scan. The task asks for the public plain ones back (at most `MAX_DOCUMENTED`, in
 source order) and is graded by the `docs` kind: FAIL_TO_PASS are those names' doctest
 items (`--doctest-modules`; the other removed items are graded by nothing, `checks`
-leaves them out of the lists), and at grading each name's examples must call it
-(`harness/kinds/docs.py`). The test file that runs the module most is hidden (its tests
-keep behaviour fixed and carry the canaries), as v1's documentation tasks do.
+leaves them out of the lists), and at grading each name's examples must call it and
+show its result (`harness/kinds/docs.py`). The test file that runs the module most is
+hidden (its tests keep behaviour fixed and carry the canaries), as v1's documentation
+tasks do.
 
 Measuring derives the lists as for a deletion; a name whose doctest is not stable on the
 pristine tree is no longer asked for (`keep_measured`), and fewer than `MIN_DOCUMENTED`

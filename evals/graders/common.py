@@ -275,6 +275,39 @@ def states_fact(message: str, fact: str, number_words: bool = True) -> bool:
     return False
 
 
+def code_tokens(source: str | None) -> set[str]:
+    """The identifiers (names, arguments, attributes, definitions, imports; of three
+    characters or more) and the numbers a Python source holds, as fact tokens: the
+    candidates a reply stuffed with every name and value lists."""
+    tree = parse(source)
+    found: set[str] = set()
+    for node in ast.walk(tree) if tree is not None else ():
+        words: list[str] = []
+        if isinstance(node, ast.Name):
+            words.append(node.id)
+        elif isinstance(node, ast.arg):
+            words.append(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            words.append(node.name)
+        elif isinstance(node, ast.Attribute):
+            words.append(node.attr)
+        elif isinstance(node, ast.alias):
+            words += (node.asname or node.name).split(".")
+        elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            words.append(repr(node.value))
+        for word in words:
+            tokens = fact_tokens(word)
+            token = tokens[0] if len(tokens) == 1 else ""
+            if len(token) >= 3 or token[:1].isdigit():
+                found.add(token)
+    return found
+
+
+def stated_candidates(message: str, candidates: set[str]) -> set[str]:
+    """The candidates (fact tokens, as `code_tokens` gives them) the message states."""
+    return candidates & set(fact_tokens(message))
+
+
 def missing_facts(message: str, facts: list[str]) -> list[str]:
     return [fact for fact in facts if not states_fact(message, fact)]
 

@@ -8,14 +8,20 @@ Graded from the final workspace state, the trajectory and the final message.
 
 Nothing holds vacuously: an answer scores the share of the facts it must state
 (`mentions`, matched as facts: "5,400" states "5400", "timezone" states "time
-zone"), and 0 when it also states a `wrong` one (a hedged answer, or one stuffed
-with every name and number); an edit scores 0 unless the request's own change was
-made, correctly (hidden tests, when the scenario has them) and without breaking
-the code.
+zone"), and 0 when it also states a `wrong` one (a hedged answer); an edit scores 0
+unless the request's own change was made, correctly (hidden tests, when the scenario
+has them) and without breaking the code.
+
+Answers must be specific, in every scenario: a final message that names many of the
+code's other identifiers and numbers (`candidates`, filled by `evals.scenario.checks`
+from the files the scenario is about; those of the request and of `mentions` left out)
+is stuffed and scores 0, whatever it also gets right: `stuffing_limit` of them, at
+least 3 and at most `STUFFED_AT`, a quarter of the pool between.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -23,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from evals.graders.common import (
     broken_python,
     changed_files,
+    fact_tokens,
     final_message,
     functions,
     injected_messages,
@@ -30,6 +37,7 @@ from evals.graders.common import (
     missing_facts,
     penalty_score,
     signature,
+    stated_candidates,
     stated_wrong,
     tool_events,
 )
@@ -47,6 +55,28 @@ class IntentParams(BaseModel):
     wrong: list[str] = []  # facts a right reply does not state (wrong or hedged answers)
     edit_files: list[str] = []  # globs: an expected edit touches at least one
     keep_api: list[str] = []  # "path::name" (or "path::Class.method") whose signature stays
+    candidates: list[str] = []  # the code's identifiers and numbers (fact tokens)
+
+
+STUFFED_AT = 8  # other names and values a reply may never reach (well-behaved ones say <= 4)
+
+
+def stuffing_limit(pool: int) -> int:
+    """How many of a pool of other names and values make a reply stuffed."""
+    return max(3, min(STUFFED_AT, math.ceil(pool / 4)))
+
+
+def stuffed(prompt: str, message: str, params: IntentParams) -> Score | None:
+    """0 when the message names too many of the candidates the request and the required
+    facts do not: a reply stuffed with the code's names and values, not a specific one."""
+    asked = {token for text in (prompt, *params.mentions) for token in fact_tokens(text)}
+    pool = set(params.candidates) - asked
+    extra = stated_candidates(message, pool)
+    if len(extra) < stuffing_limit(len(pool)):
+        return None
+    some = ", ".join(sorted(extra)[:6])
+    reason = f"the reply names {len(extra)} of the code's {len(pool)} other names and values "
+    return Score(value=0.0, reasons=[reason + f"({some}, ...): stuffed, not specific"])
 
 
 def _facts(message: str, params: IntentParams) -> Score:
@@ -87,6 +117,9 @@ def grade_intent(
 ) -> Score:
     changed = changed_files(state)
     message = final_message(records).strip()
+    stuffing = stuffed(task.prompt, message, params)
+    if stuffing is not None:
+        return stuffing
     if params.expect in ("answer", "clarify") and changed:
         wanted = "an answer" if params.expect == "answer" else "a clarifying question"
         return Score(value=0.0, reasons=[f"wanted {wanted}, got edits to {', '.join(changed)}"])

@@ -1,14 +1,20 @@
 """The `docs` kind: pytest (the module's doctests among the tests) plus a check, observed
-at run time, that each named function's docstring examples call it.
+at run time, that each named function's docstring examples show what it does.
 
 The doctests themselves run in the grading pytest run (the task lists the doctest
 items as FAIL_TO_PASS); a doctest that passes without calling its function (`>>> 1 + 1`,
-or `>>> if False: f()`, which holds a call that never runs) would satisfy that. So a
-second run in a fresh sandbox over the same change (`harness/kinds/docs_probe.py`)
-imports the module and runs each name's examples, as the source has them, under a
-profiler that counts calls of that function's code: only an example that calls it
-counts. The host never parses the agent's module; `judge_docs` turns the probe's report
-into one `docs:NAME` outcome per name: a pure function.
+or `>>> if False: f()`, which holds a call that never runs), or that calls it and shows
+nothing of it (`>>> try: f(None)` / `... except Exception: pass`, `>>> print(3)`, an
+expected `...`), would satisfy that. So a second run in a fresh sandbox over the same
+change (`harness/kinds/docs_probe.py`) imports the module and runs each name's examples,
+as the source has them, under a profiler that counts calls of that function's code, then
+again with the function's code swapped for each of two stand-ins (with its parameters:
+one returns a fresh object, one raises a fresh exception): a name needs an example, run
+once the function was called, whose expected output no longer matches under either, so
+that what it shows depends on the function's result or effect. Whether the examples pass
+is the pytest run's (the doctest items, under the task's options). The host never
+parses the agent's module; `judge_docs` turns the probe's report into one `docs:NAME`
+outcome per name: a pure function.
 
 Not defended: code in the module that forges the probe's report from inside its process
 (the same limit as any in-process test run; the report must echo a nonce the probe read
@@ -44,11 +50,15 @@ if TYPE_CHECKING:
 PROBE = Path(__file__).with_name("docs_probe.py")
 MAX_PROBE_REPORT = 1_000_000
 PROBED_AFTER = (None, Failure.TESTS_FAILED)  # a run that ended otherwise is the verdict
+NOT_SHOWN = (
+    "no example's output shows what it returns or does (each still matches when it "
+    "returns another object or raises)"
+)
 
 
 class DocsVerification(Verification):
-    """pytest (the module's doctests among the tests) plus a check at run time: running
-    each named function's docstring examples calls it."""
+    """pytest (the module's doctests among the tests) plus a check at run time: each named
+    function's docstring examples call it and show its result."""
 
     kind: Literal["docs"] = "docs"  # type: ignore[assignment]
     documented_file: str = Field(min_length=1, description="The module whose API is documented.")
@@ -58,9 +68,11 @@ class DocsVerification(Verification):
 
 
 class Example(BaseModel):
-    """What the probe found for one name: calls its examples made, or why it has none."""
+    """What the probe found for one name: calls its examples made, how many examples show
+    it (fail under every stand-in), or why it has none."""
 
     calls: int = Field(ge=0)
+    shown: int = Field(default=0, ge=0)
     problem: str | None = None
 
 
@@ -81,7 +93,7 @@ def read_probe(report: bytes | None, nonce: str) -> ProbeReport | None:
 
 
 def example_problem(probe: ProbeReport | None, dotted: str) -> str | None:
-    """Why `dotted` lacks an example that calls it; None when it has one."""
+    """Why `dotted` lacks an example that calls it and shows its result; None when it has one."""
     found = None if probe is None else probe.names.get(dotted)
     if found is None:
         return "its examples could not be run (no report from the example check)"
@@ -89,6 +101,8 @@ def example_problem(probe: ProbeReport | None, dotted: str) -> str | None:
         return found.problem[:200]
     if found.calls == 0:
         return "running its examples never calls it"
+    if found.shown == 0:
+        return NOT_SHOWN
     return None
 
 
@@ -134,7 +148,7 @@ def judge_docs(
             problems.append(f"{dotted}: {problem}")
     if report.failure is not None or not problems:
         return replace(report, tests=tests)
-    error = f"{len(problems)} functions lack an example calling them: " + "; ".join(problems)
+    error = f"{len(problems)} functions lack an example showing them: " + "; ".join(problems)
     return replace(report, resolved=False, failure=Failure.TESTS_FAILED, tests=tests,
                    error=re.sub(r"\s+", " ", error)[:500])  # fmt: skip
 
@@ -182,7 +196,7 @@ class DocsKind(PytestKind):
                 documented=["sub"],
             ),
             reference={"calc.py": _documented("    >>> sub(3, 2)\n    1\n")},
-            stub={"calc.py": _documented("    >>> 1 + 1\n    2\n")},
+            stub={"calc.py": _documented(_SWALLOWED)},
             tamper={"conftest.py": _PASS_EVERYTHING},
         )
 
@@ -191,6 +205,10 @@ def _documented(example: str) -> str:
     return f'def sub(a, b):\n    """Subtract.\n\n{example}    """\n    return a - b\n'
 
 
+# calls sub, passes, and shows nothing of it: the output is the same whatever sub does
+_SWALLOWED = (
+    "    >>> try:\n    ...     _ = sub(3, 2)\n    ... except Exception:\n    ...     pass\n"
+)
 _PASS_EVERYTHING = (
     "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n"
     "def pytest_runtest_makereport(item, call):\n"

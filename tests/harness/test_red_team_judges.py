@@ -1,6 +1,7 @@
 """Red team: the graded kinds' judges, attacked through the real CLI (issue 16, findings 2, 5, 9).
 
-- 2: a docs example whose call never runs (`>>> if False: f()`) documents nothing;
+- 2: a docs example whose call never runs (`>>> if False: f()`) documents nothing, nor
+  (issue 37 a) one that calls every method and swallows what they do or prints a constant;
 - 5: what the agent produced is judged whatever its size or shape: a 5,000-digit
   integer or an integer no float holds in `answers.json`, a documented module holding a
   300,000-term expression; each ends `failed/tests_failed`, never `error/infra_error`;
@@ -66,6 +67,33 @@ def test_examples_whose_calls_never_run_document_nothing(red_team) -> None:
     assert "never calls it" in result["error"]
     assert result["tests"]["ledger/inventory.py::ledger.inventory.Inventory.add"] == "passed"
     assert result["tests"]["docs:Inventory.add"] == "failed"
+
+
+# --- issue 37 a: examples that call every method and show nothing of them ----------------------
+
+CALL_ALL = (
+    "        >>> stock = Inventory()\n"
+    "        >>> try:\n"
+    '        ...     _ = stock.add("A1", "apple", 1, 3), stock.remove("A1"), stock.total_value()\n'
+    '        ...     _ = stock.low_stock(), stock.search("a")\n'
+    "        ... except Exception:\n"
+    "        ...     pass\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shown", ["", "        >>> print(3)\n        3\n"])
+def test_examples_that_swallow_or_print_constants_document_nothing(red_team, shown) -> None:
+    hollow = re.sub(
+        r"(?m)^\n        >>> .*?(?=^        \"\"\")", "\n" + CALL_ALL + shown, INVENTORY, flags=re.S
+    )
+    assert hollow.count("except Exception") == 5 and ">>> stock.add" not in hollow
+    result = red_team([write("ledger/inventory.py", hollow)], tasks=(DOCS_TASK,))
+    assert_failed(result, "tests_failed")
+    assert "shows what it returns or does" in result["error"]
+    assert result["tests"]["ledger/inventory.py::ledger.inventory.Inventory.add"] == "passed"
+    assert all(result["tests"][f"docs:Inventory.{name}"] == "failed"
+               for name in ("add", "remove", "total_value", "low_stock", "search"))  # fmt: skip
 
 
 # --- 5. output of any size or shape is judged: failed, never error ----------------------------
