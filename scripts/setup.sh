@@ -26,8 +26,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     echo "warning: cannot install ${need_apt[*]} (not root, no sudo); agent commands will run UNCONFINED" >&2
   else
     echo "installing Debian packages: ${need_apt[*]}" >&2
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    apt_install() {
+      $sudo apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    }
+    if [ -z "$sudo" ]; then
+      # As root (CI's fresh machine) while the Python environment below installs: nothing
+      # there needs these packages (wheels only), and each takes about half a minute.
+      apt_install &
+      apt_pid=$!
+    else
+      apt_install  # sudo may ask for a password: not from the background
+    fi
   fi
 fi
 
@@ -52,4 +62,6 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     'setuptools>=77.0.3'
   .venv/bin/python -m pip install -q --no-deps torch==2.13.0
 fi
-
+if [ -n "${apt_pid:-}" ]; then
+  wait "$apt_pid"  # a failed install fails set-up, as it did in the foreground
+fi

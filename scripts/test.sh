@@ -13,27 +13,34 @@
 # (exit 5) is fine when another one ran some.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# Harbor's environment (the interop tests use it) and the docs toolchain, each made in the
+# background from the start: neither needs .venv, so they overlap set-up (mostly waiting
+# on pip and apt) instead of taking CPU from the tests; a fresh Harbor one takes ~3 min.
+bash scripts/harbor.sh --ensure >"$scratch/harbor-env.log" 2>&1 &
+harbor_pid=$!
+bash scripts/docs.sh --ensure >"$scratch/docs-env.log" 2>&1 &
+docs_pid=$!
+bash scripts/setup.sh
 export CURSORBENCH_TEST_BUILD_CACHE="$scratch/build-cache"
-# Harbor's environment (the interop tests use it) and the docs toolchain's download while
-# the checks below run.
-(bash scripts/harbor.sh --ensure && bash scripts/docs.sh --ensure) >"$scratch/envs.log" 2>&1 &
-envs_pid=$!
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 workers=${CURSORBENCH_TEST_WORKERS:-3}
 CURSORBENCH_TEST_PHASE=resources .venv/bin/python -m pytest "$@" >"$scratch/resources.log" 2>&1 &
 resources_pid=$!
 parallel=0
-CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" "$@" || parallel=$?
+# Whole files to a worker, the heaviest first (tests/heavy_first.py): the phase ends on short
+# files, not on one worker still in test_rl_learns while the others have nothing left.
+CURSORBENCH_TEST_PHASE=parallel .venv/bin/python -m pytest -n "$workers" \
+    --dist loadfile --no-loadscope-reorder "$@" || parallel=$?
 resources=0
 wait "$resources_pid" || resources=$?
 echo "--- tests of the Docker engine, run beside the others ---"
 cat "$scratch/resources.log"
 # A failed early build is only reported: what needs it builds it again or says why.
-wait "$envs_pid" || { echo "--- early build of Harbor's or the docs' environment failed ---"; cat "$scratch/envs.log"; }
+wait "$harbor_pid" || { echo "--- early build of Harbor's environment failed ---"; cat "$scratch/harbor-env.log"; }
+wait "$docs_pid" || { echo "--- early build of the docs' environment failed ---"; cat "$scratch/docs-env.log"; }
 (.venv/bin/mypy && bash scripts/docs.sh) >"$scratch/static.log" 2>&1 &
 static_pid=$!
 exclusive=0

@@ -20,6 +20,8 @@ from harness.model.openai_server import OpenAIServer, Responder
 from harness.run.runner import RunOutcome
 
 ROOT = Path(__file__).resolve().parents[1]
+# On xdist workers, whole files are handed out the heaviest first (`tests/heavy_first.py`).
+pytest_plugins = ["tests.heavy_first"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -238,8 +238,11 @@ def test_an_interrupted_run_finishes_the_rest_when_started_again(
     """A real process: it is sent SIGINT or SIGKILL midway (SIGINT leaves by `os._exit`)."""
     url = serve(SlowDouble(delay=0.15))
     out, db = tmp_path / "run", f"sqlite:///{tmp_path / 'lb.sqlite'}"
-    args = ["run", "--base-url", url, "--model", "scripted-double", "--epochs", "3",
-            "--concurrency", "2", "--out", str(out), "--db", db]  # fmt: skip
+    # 6 attempts: at most 2 run at once, each >= 0.45 s of model replies, so the signal sent
+    # after the third lands with some still to do (the rest of the 9 bundled tasks would
+    # only make the second run longer)
+    args = ["run", "--base-url", url, "--model", "scripted-double", "--tasks", "textkit-*",
+            "--epochs", "3", "--concurrency", "2", "--out", str(out), "--db", db]  # fmt: skip
     process = subprocess.Popen(
         [*CLI, *args],
         stdout=subprocess.PIPE,
