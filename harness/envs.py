@@ -35,7 +35,7 @@ from packaging.requirements import Requirement
 
 from harness.errors import CursorBenchError
 from harness.home import build_cache, build_once
-from harness.sandbox.bubblewrap import base_python
+from harness.sandbox.pythons import base_python
 
 ENV_FORMAT = "1"  # bump when what an environment holds, or how it is made, changes
 RUNNER = ("pytest", "coverage")  # always installed, at the harness's own versions

@@ -22,7 +22,7 @@ from harness.kinds.answer import (
 )
 from harness.kinds.base import DEFAULT_PROTECTED_PATHS, Frozen, KindSpec
 from harness.kinds.behaviour import BehaviourCheck, BehaviourVerification
-from harness.kinds.both import BothVerification, with_behaviour_checks
+from harness.kinds.both import BothVerification
 from harness.kinds.docs import DocsVerification
 from harness.kinds.mutants import Mutant, MutantsVerification
 from harness.kinds.pytest_kind import Verification
@@ -31,6 +31,7 @@ from harness.kinds.registry import (
     graded_by_run,
     pytest_part,
     verification_union,
+    with_behaviour_checks,
 )
 
 __all__ = [

@@ -291,20 +291,7 @@ class KnownCycle:
     why: str
 
 
-KNOWN_DEFERRED_CYCLES: tuple[KnownCycle, ...] = (
-    KnownCycle(
-        frozenset({"harness.kinds.both", "harness.kinds.registry"}),
-        "`both` asks the registry for its parts' kinds",
-    ),
-    KnownCycle(
-        frozenset({"harness.sandbox.bubblewrap", "harness.sandbox.view"}),
-        "the jail's mounts and the sandbox's view of the system",
-    ),
-    KnownCycle(
-        frozenset({"harness.sandbox.cmdgroups", "harness.sandbox.limits"}),
-        "command groups and their cgroup limits",
-    ),
-)
+KNOWN_DEFERRED_CYCLES: tuple[KnownCycle, ...] = ()
 
 
 # -- the table's lookups --------------------------------------------------------------------

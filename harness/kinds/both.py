@@ -1,6 +1,6 @@
 """The `both` kind: a test run decides `resolved`; behaviour checks add scores next to it.
 
-The harness makes it from a task file's `behaviour_checks` (`with_behaviour_checks`)
+The harness makes it from a task file's `behaviour_checks` (`registry.with_behaviour_checks`)
 and from the evals' scenarios. Everything but the behaviour checks is the inner
 verification's kind's (a pytest or docs verification).
 """
@@ -8,8 +8,9 @@ verification's kind's (a pytest or docs verification).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from harness.kinds.base import Files, Frozen, KindExample, KindSpec, ListedCounts, VerificationKind
 from harness.kinds.behaviour import CONTRACT_GRADER, BehaviourCheck, BehaviourVerification
@@ -37,31 +38,18 @@ class BothVerification(Frozen):
         return self.pytest.protected_paths
 
 
-def with_behaviour_checks(verification: Any, graders: list[str]) -> KindSpec:
-    """A verification plus behaviour checks by grader name (`Task.behaviour_checks`); the
-    task file's kind must take them (`takes_behaviour_checks`, checked at load)."""
-    if not graders:
-        return verification
-    from harness.kinds.registry import kind_of  # the registry imports this module
-
-    if not kind_of(verification).takes_behaviour_checks:
-        raise ValueError(f"a {verification.kind} verification takes no behaviour checks")
-    checks = [BehaviourCheck(grader=name) for name in graders]
-    return BothVerification(pytest=verification, behaviour=BehaviourVerification(checks=checks))
-
-
-def _inner(check: BothVerification) -> VerificationKind:
-    from harness.kinds.registry import kind_of  # the registry imports this module
-
-    return kind_of(check.pytest)
-
-
 class BothKind:
     name = "both"
     model = BothVerification
     in_task_files = False
     takes_behaviour_checks = False
     graded_by_run = True
+
+    def __init__(self, kind_of: Callable[[KindSpec], VerificationKind]) -> None:
+        self._kind_of = kind_of  # the registry's dispatch, for the inner verification's kind
+
+    def _inner(self, check: BothVerification) -> VerificationKind:
+        return self._kind_of(check.pytest)
 
     def grade(
         self,
@@ -72,37 +60,37 @@ class BothKind:
         scratch: Path,
         rng: random.Random,
     ) -> GradeReport | None:
-        return _inner(check).grade(task, check.pytest, patch, backend, scratch, rng)
+        return self._inner(check).grade(task, check.pytest, patch, backend, scratch, rng)
 
     def behaviour(self, check: BothVerification) -> BehaviourVerification | None:
         return check.behaviour
 
     def listed_tests(self, check: BothVerification) -> Verification | None:
-        return _inner(check).listed_tests(check.pytest)
+        return self._inner(check).listed_tests(check.pytest)
 
     def test_counts(self, check: BothVerification) -> ListedCounts:
-        return _inner(check).test_counts(check.pytest)
+        return self._inner(check).test_counts(check.pytest)
 
     def reference_files(self, check: BothVerification, workspace: Path) -> Files | None:
-        return _inner(check).reference_files(check.pytest, workspace)
+        return self._inner(check).reference_files(check.pytest, workspace)
 
     def stub_files(self, check: BothVerification) -> Files | None:
-        return _inner(check).stub_files(check.pytest)
+        return self._inner(check).stub_files(check.pytest)
 
     def solver_test_args(self, check: BothVerification, written: list[str]) -> list[str]:
-        return _inner(check).solver_test_args(check.pytest, written)
+        return self._inner(check).solver_test_args(check.pytest, written)
 
     def workspace_problems(self, check: BothVerification, workspace: Path) -> list[str]:
-        return _inner(check).workspace_problems(check.pytest, workspace)
+        return self._inner(check).workspace_problems(check.pytest, workspace)
 
     def reference_problems(self, check: BothVerification, report: GradeReport) -> list[str]:
-        return _inner(check).reference_problems(check.pytest, report)
+        return self._inner(check).reference_problems(check.pytest, report)
 
     def failing_by_design(self, check: BothVerification) -> set[str]:
-        return _inner(check).failing_by_design(check.pytest)
+        return self._inner(check).failing_by_design(check.pytest)
 
     def needs_coverage(self, check: BothVerification) -> bool:
-        return _inner(check).needs_coverage(check.pytest)
+        return self._inner(check).needs_coverage(check.pytest)
 
     def example(self) -> KindExample:
         tests = PytestKind().example()

@@ -13,8 +13,8 @@ from pydantic import Discriminator, Tag
 
 from harness.kinds.answer import AnswerKind
 from harness.kinds.base import KindSpec, VerificationKind
-from harness.kinds.behaviour import BehaviourKind, BehaviourVerification
-from harness.kinds.both import BothKind
+from harness.kinds.behaviour import BehaviourCheck, BehaviourKind, BehaviourVerification
+from harness.kinds.both import BothKind, BothVerification
 from harness.kinds.docs import DocsKind
 from harness.kinds.harbor_kind import HarborKind
 from harness.kinds.mutants import MutantsKind
@@ -26,7 +26,7 @@ KINDS: dict[str, VerificationKind] = {
     "mutants": MutantsKind(),
     "answer": AnswerKind(),
     "behaviour": BehaviourKind(),
-    "both": BothKind(),
+    "both": BothKind(lambda check: kind_of(check)),  # kind_of is defined below
     "harbor": HarborKind(),
 }
 DEFAULT_KIND = "pytest"  # a verification without `kind` (every task file written before kinds)
@@ -81,3 +81,14 @@ def pytest_part(check: KindSpec) -> Verification | None:
 def behaviour_part(check: KindSpec) -> BehaviourVerification | None:
     """The behaviour checks of any kind, if it has some."""
     return kind_of(check).behaviour(check)
+
+
+def with_behaviour_checks(verification: Any, graders: list[str]) -> KindSpec:
+    """A verification plus behaviour checks by grader name (`Task.behaviour_checks`); the
+    task file's kind must take them (`takes_behaviour_checks`, checked at load)."""
+    if not graders:
+        return verification
+    if not kind_of(verification).takes_behaviour_checks:
+        raise ValueError(f"a {verification.kind} verification takes no behaviour checks")
+    checks = [BehaviourCheck(grader=name) for name in graders]
+    return BothVerification(pytest=verification, behaviour=BehaviourVerification(checks=checks))

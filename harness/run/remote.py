@@ -146,7 +146,7 @@ class RemoteAttempt:
 def sweep_dead_workers(attempts: Path) -> None:
     """Removes the scratch folders (mounts included) of worker processes that died mid-attempt
     (killed, out of memory); their cgroups are swept as any dead harness process's are."""
-    from harness.sandbox.limits import sweep_stale_cgroups
+    from harness.sandbox.cmdgroups import sweep_stale_cgroups
 
     swept = False
     for folder in attempts.glob("remote-*-*"):

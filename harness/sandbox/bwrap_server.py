@@ -55,11 +55,12 @@ import time
 from pathlib import Path
 
 from harness.sandbox import cmdgroups
-from harness.sandbox.bubblewrap import BubblewrapJail, Mount, sandbox_python, scrubbed_env
+from harness.sandbox.bubblewrap import BubblewrapJail, Mount, scrubbed_env
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
 from harness.sandbox.command import Command
 from harness.sandbox.limits import SandboxCgroup
 from harness.sandbox.process import Completed
+from harness.sandbox.pythons import sandbox_python
 
 FRESH_FOLDERS = ("/tmp", "/var/tmp")  # emptied after every command
 START_TIMEOUT_S = 30.0  # Python's start-up on a loaded machine can take a while

@@ -47,7 +47,13 @@ import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.sandbox.limits import PARENT_NAME, _cgroup_mounts, _own_cgroups, _read
+from harness.sandbox.limits import (
+    PARENT_NAME,
+    _cgroup_mounts,
+    _own_cgroups,
+    _read,
+    sweep_stale_sandbox_groups,
+)
 
 KILL_WAIT_S = 10.0
 COMMAND_PREFIX = "cmd-"
@@ -335,3 +341,9 @@ def sweep_stale_homes(parent: Path | None = None) -> int:
             if _kill_and_wait(home, 1.0) and _rmdir(home):
                 swept += 1
     return swept
+
+
+def sweep_stale_cgroups() -> int:
+    """Removes what harness processes killed with SIGKILL left behind: their per-command
+    homes and their sandbox groups, killing whatever is left inside; returns how many."""
+    return sweep_stale_homes() + sweep_stale_sandbox_groups()

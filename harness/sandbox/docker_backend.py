@@ -58,13 +58,7 @@ from typing import TYPE_CHECKING
 from harness.grading.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox import cmdgroups
 from harness.sandbox.baseline import NOT_CHANGES, diff_env, git_env
-from harness.sandbox.bubblewrap import (
-    empty_file,
-    python_paths,
-    sandbox_python,
-    scrubbed_env,
-    with_sandbox_python,
-)
+from harness.sandbox.bubblewrap import empty_file, scrubbed_env
 from harness.sandbox.cmdclient import SERVER_SOURCE, ServerGone, run_served
 from harness.sandbox.command import Command
 from harness.sandbox.engine import docker_client
@@ -84,6 +78,7 @@ from harness.sandbox.protocol import (
     SandboxError,
     SandboxUnavailable,
 )
+from harness.sandbox.pythons import python_paths, sandbox_python, with_sandbox_python
 
 if TYPE_CHECKING:
     import docker

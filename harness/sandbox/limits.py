@@ -544,13 +544,11 @@ def prlimit_argv(limits: ResourceLimits, *, with_cgroup: bool = False) -> list[s
 # --- leftovers of processes that were killed ------------------------------------------------
 
 
-def sweep_stale_cgroups() -> int:
+def sweep_stale_sandbox_groups() -> int:
     """Removes the sandbox groups of harness processes that no longer exist (killed with
-    SIGKILL before they could close them), and their per-command homes (`cmdgroups.py`),
-    killing whatever is left inside; returns how many."""
-    from harness.sandbox.cmdgroups import sweep_stale_homes  # it builds on this module
-
-    swept = sweep_stale_homes()
+    SIGKILL before they could close them), killing whatever is left inside; returns how
+    many. `cmdgroups.sweep_stale_cgroups` sweeps their per-command homes too."""
+    swept = 0
     parents = _parents()
     if isinstance(parents, str):
         return swept

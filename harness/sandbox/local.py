@@ -28,14 +28,7 @@ from typing import Protocol
 
 from harness.grading.pytest_env import AGENT_PYTEST_ENV
 from harness.sandbox.baseline import Baseline, BaselineError, diff_env
-from harness.sandbox.bubblewrap import (
-    BubblewrapJail,
-    Mount,
-    UnconfinedJail,
-    python_bin_dir,
-    scrubbed_env,
-    with_sandbox_python,
-)
+from harness.sandbox.bubblewrap import BubblewrapJail, Mount, UnconfinedJail, scrubbed_env
 from harness.sandbox.bwrap_server import CommandServer
 from harness.sandbox.command import Command
 from harness.sandbox.files import WorkspaceFiles, last_line
@@ -48,6 +41,7 @@ from harness.sandbox.limits import (
 from harness.sandbox.mounts import disk_full, mount_workspace_tmpfs, unmount, unmount_all_under
 from harness.sandbox.process import Completed, run_process
 from harness.sandbox.protocol import ResourceLimitExceeded, SandboxUnavailable
+from harness.sandbox.pythons import python_bin_dir, with_sandbox_python
 
 Jail = BubblewrapJail | UnconfinedJail
 

@@ -14,13 +14,9 @@ from typing import NamedTuple
 
 from harness.home import self_test_folder
 from harness.sandbox.bubblewrap import UNCONFINED_WARNING
-from harness.sandbox.cmdgroups import KILL_FALLBACK_WARNING
+from harness.sandbox.cmdgroups import KILL_FALLBACK_WARNING, sweep_stale_cgroups
 from harness.sandbox.cmdgroups import unavailable_reason as command_groups_unavailable_reason
-from harness.sandbox.limits import (
-    cgroups_unavailable_reason,
-    protect_harness,
-    sweep_stale_cgroups,
-)
+from harness.sandbox.limits import cgroups_unavailable_reason, protect_harness
 from harness.sandbox.local import SandboxSettings
 from harness.sandbox.protocol import SandboxBackend
 from harness.sandbox.registry import open_backend, with_python_env

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from harness.home import build_cache, build_once
-from harness.sandbox.bubblewrap import python_paths
 from harness.sandbox.protocol import SandboxUnavailable
+from harness.sandbox.pythons import python_paths
 
 VIEW_VERSION = "5"  # bump when what goes in changes
 PACKAGES = (

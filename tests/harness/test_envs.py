@@ -28,8 +28,8 @@ from harness import envs
 from harness.grading.grade import grade
 from harness.home import harness_dirs
 from harness.sandbox import SandboxSettings, bubblewrap_works, open_backend
-from harness.sandbox.bubblewrap import python_paths
 from harness.sandbox.command import Command
+from harness.sandbox.pythons import python_paths
 from harness.sandbox.view import env_left_out, scan_roots
 
 DEP = "cbdep==1.0"
