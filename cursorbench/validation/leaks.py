@@ -11,8 +11,10 @@ Three checks over a built task:
      the workspace (git objects and gzip/zip members are expanded first) and everything
      else a sandbox shows, which is the sandbox's view (`harness.sandbox.view.scan_roots`:
      the allow-listed system files and the Python environment, hidden paths left out; the
-     same files on bubblewrap and Docker). A file holding at least `MIN_HITS` distinct
-     distinctive lines (all of them, when there are fewer) is a leak.
+     same files on bubblewrap and Docker; a root that is only a link into a Python folder,
+     such as `.venv/lib64`, is not followed into the host's whole folder). A file holding
+     at least `MIN_HITS` distinct distinctive lines (all of them, when there are fewer) is
+     a leak.
   3. Spec of the deleted API: no type stub (`*.pyi`) defining, and no docs page or
      changelog naming, a function or class the reference adds back that the workspace no
      longer defines (`deleted_names`), unless the task's `leak_allow` names the file with
@@ -24,8 +26,9 @@ that names the deleted API without its name (prose only).
 Grepping the view (hundreds of MB) is most of a build, so its result is cached in the
 build cache (hidden from the agent, outside the scanned roots), keyed by the patterns,
 the roots and a fingerprint of every entry under them (type, inode, size, mtime, ctime and
-path, listed by `find`): adding, changing or replacing any file in the view makes the next
-scan grep again. Binary files are still grepped (`-a`): nothing is skipped.
+path, listed by `find`, through a root that is a link as grep reads it): adding, changing
+or replacing any file in the view makes the next scan grep again. Binary files are still
+grepped (`-a`): nothing is skipped.
 """
 
 from __future__ import annotations
@@ -51,12 +54,12 @@ from pathlib import Path
 from cursorbench.tasks.sources.sdist import dropped
 from harness.home import build_cache
 from harness.pyast import parse_module
-from harness.sandbox.view import scan_roots, system_tree
+from harness.sandbox.view import python_roots, scan_roots, system_tree
 
 MIN_CHARS = 30
 MIN_HITS = 3
 GREP_ARGS = ("grep", "-rFoa", "-Z")
-SCAN_CACHE_VERSION = "2"  # bump when what a cached result means changes
+SCAN_CACHE_VERSION = "3"  # bump when what a cached result means changes
 GREP_TRIES = 3
 MIN_NAME = 4  # shorter deleted names (`get`, `add`) are too common to call a docs page a spec
 DOC_SUFFIXES = (".rst", ".md", ".txt", ".adoc")
@@ -121,8 +124,20 @@ def workspace_leaks(workspace: Path, patterns: Sequence[str]) -> list[Leak]:
 
 def environment_roots(hidden: Sequence[Path], python_env: Path | None = None) -> list[Path]:
     """What a sandbox shows besides the workspace (its view), hidden paths left out; with a
-    task's environment, that environment in place of the harness's."""
-    return scan_roots(hidden, python_env)
+    task's environment, that environment in place of the harness's. A root that is a link
+    into a Python folder (`.venv/lib64` -> `lib`) is left out: a sandbox resolves it to what
+    it shows there, which the other roots hold, while grep, which follows a link it is
+    given, would read the host's whole folder (every left-out distribution too)."""
+    shown = python_roots(python_env)
+    return [root for root in scan_roots(hidden, python_env) if not _link_into(root, shown)]
+
+
+def _link_into(root: Path, folders: Sequence[Path]) -> bool:
+    """Whether `root` is a link whose target lies in one of `folders` (resolved paths)."""
+    if not root.is_symlink():
+        return False
+    target = root.resolve()
+    return any(target == folder or folder in target.parents for folder in folders)
 
 
 def environment_leaks(
@@ -147,7 +162,8 @@ def environment_leaks(
 def environment_fingerprint(roots: Sequence[Path]) -> str:
     """A digest of every entry under the roots: changes when any file is added, removed,
     renamed, rewritten or replaced (the inode and ctime change even when mtime is kept)."""
-    argv = ["find", *map(str, roots), "-printf", "%y %i %s %T@ %C@ %p\\0"]
+    # -H: a root that is a link is listed through it, as grep reads it
+    argv = ["find", "-H", *map(str, roots), "-printf", "%y %i %s %T@ %C@ %p\\0"]
     done = subprocess.run(argv, capture_output=True, timeout=300)
     problems = [
         line

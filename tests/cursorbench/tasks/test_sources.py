@@ -112,7 +112,7 @@ def _private_cache(task: Task, folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.slow  # two scans of the whole environment (~30 s each on a quiet machine)
+@pytest.mark.slow  # two scans of the whole environment (~3 s each on a quiet machine)
 def test_a_leak_planted_in_site_packages_fails_the_build_after_a_clean_scan(
     cursorbench_home: Path, tmp_path: Path
 ) -> None:

@@ -124,6 +124,34 @@ def test_the_scan_leaves_out_what_the_view_leaves_out() -> None:
     assert not any(str(root).startswith(("/usr/lib/python3", "/usr/local")) for root in roots)
 
 
+def test_a_root_linked_into_a_python_folder_is_not_grepped_again(tmp_path: Path) -> None:
+    """`.venv/lib64` -> `lib`: grep would follow the link into the host's whole `lib`
+    (left-out distributions too); a sandbox shows there only what the other roots hold."""
+    python, elsewhere = tmp_path / "venv", tmp_path / "elsewhere"
+    (python / "lib").mkdir(parents=True)
+    elsewhere.mkdir()
+    (python / "lib64").symlink_to("lib")
+    (python / "outside").symlink_to(elsewhere)
+    assert leaks._link_into(python / "lib64", [python])
+    assert not leaks._link_into(python / "outside", [python])  # still grepped, through it
+    assert not leaks._link_into(python / "lib", [python])  # not a link
+    shown = view.python_roots()
+    assert not any(leaks._link_into(root, shown) for root in leaks.environment_roots([]))
+    assert set(leaks.environment_roots([])) >= {
+        root for root in view.scan_roots() if not root.is_symlink()
+    }
+
+
+def test_the_fingerprint_reads_through_a_root_that_is_a_link(tmp_path: Path) -> None:
+    """grep reads a root that is a link through it, so a change behind the link must make
+    the cached scan stale."""
+    (tmp_path / "target").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    before = leaks.environment_fingerprint([tmp_path / "link"])
+    (tmp_path / "target" / "answer.py").write_text("x = 1\n")
+    assert leaks.environment_fingerprint([tmp_path / "link"]) != before
+
+
 def test_a_file_gone_while_grep_walked_does_not_fail_the_scan(tmp_path: Path) -> None:
     line = "x = 'a distinctive line of the answer, long enough'"
     (tmp_path / "copy.py").write_text(f"{line}\n{line}2\n{line}3\n")
