@@ -31,7 +31,9 @@ def groups() -> Iterator[cmdgroups.CommandGroups]:
 
 def _start_in(folder: Path, workdir: Path, role: str, mark: str) -> subprocess.Popen[bytes]:
     """A leftovers role started inside `folder` (it joins before it execs)."""
-    (workdir / "leftovers.py").write_text(leftovers_kit.SCRIPT)
+    script_file = workdir / "leftovers.py"
+    if not script_file.exists():  # rewriting it could cut it under a role still reading it
+        script_file.write_text(leftovers_kit.SCRIPT)
     script = 'echo $$ > "$1" && shift && exec "$@"'
     argv = ["sh", "-c", script, "sh", str(folder / "cgroup.procs"),
             sys.executable, "leftovers.py", mark, role]  # fmt: skip
